@@ -1,0 +1,38 @@
+# Each target sets itself up: a fresh clone needs only python3 (>= 3.10) and make.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+
+.PHONY: check test lint bench clean
+
+# The main job: replay every bundled cassette through its adapter, check goldens
+# and the ordering rules, print a table.
+check: $(VENV)/.installed
+	$(BIN)/dsh-replay check cassettes
+
+# The test suite (pytest exits 5 when it collects nothing: that fails the target).
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -n 2 -p xdist --dist loadfile
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check dsh_replay tests benchmarks examples
+	$(BIN)/mypy --strict dsh_replay
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/run.py
+
+$(VENV)/.created:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	touch $@
+
+$(VENV)/.installed: pyproject.toml $(VENV)/.created
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.created
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

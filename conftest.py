@@ -1,0 +1,3 @@
+"""Project-wide pytest configuration: the plugin is tested through pytester."""
+
+pytest_plugins = ["pytester"]

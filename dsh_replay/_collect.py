@@ -1,0 +1,85 @@
+"""Assemble a chunk sequence into the turn an agent loop would build."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ._chunks import (
+    BlockEnd,
+    CallId,
+    Finish,
+    FinishReason,
+    ReasoningBlock,
+    StreamChunk,
+    TextBlock,
+    ToolCallBlock,
+    Usage,
+    UsageChunk,
+)
+
+__all__ = ["ToolCall", "Turn", "collect"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """A finished tool call: raw ``arguments`` text and, when it is a JSON object, ``parsed``."""
+
+    id: CallId
+    name: str
+    arguments: str
+    parsed: dict[str, Any] | None
+
+    @property
+    def ok(self) -> bool:
+        """True when the arguments parsed as a JSON object."""
+        return self.parsed is not None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Turn:
+    """What one generation produced, assembled from its ``block-end`` chunks."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    blocks: tuple[TextBlock | ToolCallBlock | ReasoningBlock, ...] = field(default=())
+    usage: Usage | None = None
+    finish_reason: FinishReason | None = None
+
+
+def _parse_arguments(arguments: str) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def collect(chunks: Iterable[StreamChunk]) -> Turn:
+    """Build the :class:`Turn` of a chunk sequence (complete blocks only)."""
+    blocks: list[TextBlock | ToolCallBlock | ReasoningBlock] = []
+    usage: Usage | None = None
+    reason: FinishReason | None = None
+    for chunk in chunks:
+        if type(chunk) is BlockEnd:
+            blocks.append(chunk.block)
+        elif type(chunk) is UsageChunk:
+            usage = chunk.usage
+        elif type(chunk) is Finish:
+            reason = chunk.reason
+    return Turn(
+        text="".join(b.text for b in blocks if type(b) is TextBlock),
+        reasoning="".join(b.text for b in blocks if type(b) is ReasoningBlock),
+        tool_calls=tuple(
+            ToolCall(id=b.id, name=b.name, arguments=b.arguments, parsed=_parse_arguments(b.arguments))
+            for b in blocks
+            if type(b) is ToolCallBlock
+        ),
+        blocks=tuple(blocks),
+        usage=usage,
+        finish_reason=reason,
+    )

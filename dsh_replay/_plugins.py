@@ -1,0 +1,231 @@
+"""Adapter plugins configured by a YAML file shaped like the seed's ``cordis.yml``.
+
+A plugin is a module exporting the seed's four pieces:
+
+- ``name``: the plugin's name, used in messages;
+- ``Config``: a dataclass; each YAML key (``apiKey``) maps to a snake_case field
+  (``api_key``); a field without default is required, and a required list must
+  not be empty;
+- ``inject = ["llm"]``: the services ``apply`` needs;
+- ``apply(ctx, config)``: called once with the validated config, typically
+  ``ctx.llm.register_adapter(config.providers, MyAdapter(config.api_key))``.
+
+The YAML names each plugin by its import path (relative to the YAML file's
+folder or ``sys.path``); ``module:label`` loads one module several times, and
+a leading ``~`` disables an entry, as in cordis::
+
+    plugins:
+      my_llm_adapter:
+        apiKey: ${MY_PROVIDER_API_KEY}
+        providers: [my-provider, my-provider-backup]
+
+Configuration errors surface at load time, naming the plugin and the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import re
+import sys
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ._adapter import LlmRegistry
+from ._exceptions import ConfigError
+
+__all__ = ["PluginContext", "load_plugins"]
+
+
+@dataclass(slots=True)
+class PluginContext:
+    """What ``apply(ctx, config)`` receives: the services a plugin may ``inject``."""
+
+    llm: LlmRegistry
+
+    SERVICES = ("llm",)
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+
+
+def _expand(value: Any, plugin: str, key: str, environ: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        def substitute(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if name in environ:
+                return environ[name]
+            if default is not None:
+                return default
+            raise ConfigError(
+                f"plugin {plugin!r}: field {key!r} refers to ${{{name}}}, which is not set; "
+                f"export {name} or write ${{{name}:-default}}"
+            )
+
+        return _ENV_REF.sub(substitute, value)
+    if isinstance(value, list):
+        return [_expand(item, plugin, key, environ) for item in value]
+    if isinstance(value, dict):
+        return {k: _expand(v, plugin, f"{key}.{k}", environ) for k, v in value.items()}
+    return value
+
+
+def _type_name(kind: Any) -> str:
+    return getattr(kind, "__name__", None) or str(kind).replace("typing.", "")
+
+
+def _check_type(value: Any, kind: Any, plugin: str, key: str) -> None:
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        arms = typing.get_args(kind)
+        if value is None and type(None) in arms:
+            return
+        for arm in arms:
+            try:
+                _check_type(value, arm, plugin, key)
+            except ConfigError:
+                continue
+            return
+        raise ConfigError(f"plugin {plugin!r}: field {key!r} must be {_type_name(kind)}; got {value!r}")
+    if origin in (list, tuple, Sequence) or kind in (list, tuple):
+        if not isinstance(value, list):
+            given = "a string" if isinstance(value, str) else type(value).__name__
+            raise ConfigError(
+                f"plugin {plugin!r}: field {key!r} must be a list; got {given} ({value!r}). "
+                f"Write it as a YAML list, e.g. {key}: [{value!r}]"
+            )
+        (item_kind, *_) = typing.get_args(kind) or (Any,)
+        for position, item in enumerate(value):
+            _check_type(item, item_kind, plugin, f"{key}[{position}]")
+        return
+    if kind is Any:
+        return
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return
+    if isinstance(kind, type) and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+        raise ConfigError(
+            f"plugin {plugin!r}: field {key!r} must be {_type_name(kind)}; got {type(value).__name__} ({value!r})"
+        )
+
+
+def _build_config(module: types.ModuleType, plugin: str, raw: Any, environ: Mapping[str, str]) -> Any:
+    config_cls = module.Config
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"plugin {plugin!r}: its config must be a mapping of fields; got {raw!r}")
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    hints = typing.get_type_hints(config_cls)
+    by_key: dict[str, str] = {}
+    for key in raw:
+        name = _snake(str(key))
+        if name not in fields:
+            known = ", ".join(sorted(_camel(n) for n in fields))
+            raise ConfigError(f"plugin {plugin!r}: unknown field {key!r}; known fields: {known}")
+        by_key[name] = str(key)
+    values: dict[str, Any] = {}
+    for name, spec in fields.items():
+        key = by_key.get(name, _camel(name))
+        required = spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING
+        if key not in raw:
+            if required:
+                raise ConfigError(f"plugin {plugin!r}: field {key!r} is required")
+            continue
+        value = _expand(raw[key], plugin, key, environ)
+        _check_type(value, hints[name], plugin, key)
+        if required and value in ("", []):
+            raise ConfigError(f"plugin {plugin!r}: field {key!r} must not be empty")
+        values[name] = value
+    return config_cls(**values)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _import(module_path: str, folder: Path) -> types.ModuleType:
+    added = str(folder) not in sys.path
+    if added:
+        sys.path.insert(0, str(folder))
+    try:
+        return importlib.import_module(module_path)
+    except ImportError as exc:
+        raise ConfigError(
+            f"plugin {module_path!r}: cannot import it ({exc}); the key must be an importable "
+            f"module path, relative to {folder} or sys.path"
+        ) from None
+    finally:
+        if added:
+            sys.path.remove(str(folder))
+
+
+def _check_exports(module: types.ModuleType, plugin: str, ctx: PluginContext) -> None:
+    missing = [name for name in ("name", "Config", "inject", "apply") if not hasattr(module, name)]
+    if missing:
+        raise ConfigError(
+            f"plugin {plugin!r}: module {module.__name__} lacks {', '.join(missing)}; "
+            "a plugin exports name, Config, inject and apply"
+        )
+    if not dataclasses.is_dataclass(module.Config):
+        raise ConfigError(f"plugin {plugin!r}: Config must be a dataclass")
+    inject = module.inject
+    if isinstance(inject, str) or not isinstance(inject, (list, tuple)):
+        raise ConfigError(f"plugin {plugin!r}: inject must be a list of service names, e.g. ['llm']")
+    unknown = [service for service in inject if service not in ctx.SERVICES]
+    if unknown:
+        raise ConfigError(
+            f"plugin {plugin!r}: inject names {', '.join(map(repr, unknown))}, which this context "
+            f"does not provide; available services: {', '.join(ctx.SERVICES)}"
+        )
+
+
+def load_plugins(
+    config_file: str | os.PathLike[str],
+    *,
+    registry: LlmRegistry | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> PluginContext:
+    """Load, validate and apply every plugin listed in ``config_file``.
+
+    Returns the context whose ``llm`` registry the plugins registered into.
+    """
+    path = Path(config_file)
+    environ = os.environ if environ is None else environ
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read plugin config {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("plugins"), dict):
+        raise ConfigError(f"{path}: expected a top-level 'plugins:' mapping of plugin -> config")
+    ctx = PluginContext(llm=registry if registry is not None else LlmRegistry())
+    staged = []
+    for entry, raw in document["plugins"].items():
+        entry = str(entry)
+        if entry.startswith("~"):
+            continue
+        module_path = entry.split(":", 1)[0]
+        module = _import(module_path, path.parent.resolve())
+        plugin = str(getattr(module, "name", entry))
+        _check_exports(module, plugin, ctx)
+        staged.append((module, _build_config(module, plugin, raw, environ), plugin))
+    # every config is validated before any apply runs, so a bad entry changes nothing
+    for module, config, plugin in staged:
+        try:
+            module.apply(ctx, config)
+        except ConfigError as exc:
+            raise ConfigError(f"plugin {plugin!r}: {exc}") from None
+    return ctx

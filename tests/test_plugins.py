@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dsh_replay import ConfigError, LlmRegistry, load_plugins
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+PLUGIN = '''
+from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from dsh_replay import LlmAdapter
+
+CALLS = []
+
+class _Adapter(LlmAdapter):
+    def __init__(self, api_key):
+        self.api_key = api_key
+    async def stream(self, options) -> AsyncIterator:
+        return
+        yield
+
+@dataclass(frozen=True)
+class Config:
+    api_key: str
+    providers: list[str]
+    timeout: float = 30.0
+    region: str | None = None
+
+name = "fake-plugin"
+inject = ["llm"]
+
+def apply(ctx, config):
+    CALLS.append(config)
+    ctx.llm.register_adapter(config.providers, _Adapter(config.api_key))
+'''
+
+
+@pytest.fixture
+def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    module_name = f"fake_plugin_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module_name}.py").write_text(PLUGIN)
+    monkeypatch.setattr("sys.dont_write_bytecode", True)
+    return tmp_path
+
+
+def _write(folder: Path, body: str) -> Path:
+    module = next(folder.glob("fake_plugin_*.py")).stem
+    path = folder / "dsh.yml"
+    path.write_text(textwrap.dedent(body).replace("MODULE", module))
+    return path
+
+
+def test_the_example_plugin_registers_both_routes() -> None:
+    ctx = load_plugins(EXAMPLES / "dsh.yml", environ={"MY_PROVIDER_API_KEY": "sk-test-abc"})
+    assert ctx.llm.routes() == ["my-provider", "my-provider-backup"]
+    assert ctx.llm.resolve("my-provider") is ctx.llm.resolve("my-provider-backup")
+    assert ctx.llm.resolve("my-provider")._api_key == "sk-test-abc"  # type: ignore[attr-defined]
+
+
+def test_apply_is_called_once_with_a_validated_config(plugin_dir: Path) -> None:
+    path = _write(plugin_dir, """
+        plugins:
+          MODULE:
+            apiKey: ${KEY}
+            providers: [a, b]
+            timeout: 5
+    """)
+    registry = LlmRegistry()
+    ctx = load_plugins(path, registry=registry, environ={"KEY": "sk-test-123"})
+    assert ctx.llm is registry
+    import importlib
+    module = importlib.import_module(next(plugin_dir.glob("fake_plugin_*.py")).stem)
+    assert len(module.CALLS) == 1
+    config = module.CALLS[0]
+    assert (config.api_key, config.providers, config.timeout, config.region) == ("sk-test-123", ["a", "b"], 5, None)
+    assert registry.routes() == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("providers: [a]", "plugin 'fake-plugin': field 'apiKey' is required"),
+        ("apiKey: k", "plugin 'fake-plugin': field 'providers' is required"),
+        ("apiKey: k\n            providers: []", "field 'providers' must not be empty"),
+        ("apiKey: k\n            providers: my-provider", "field 'providers' must be a list; got a string"),
+        ("apiKey: 12\n            providers: [a]", "field 'apiKey' must be str; got int"),
+        ("apiKey: k\n            providers: [a, 3]", r"field 'providers\[1\]' must be str"),
+        ("apiKey: k\n            providers: [a]\n            timeout: fast", "field 'timeout' must be float"),
+        ("apiKey: k\n            providers: [a]\n            colour: red", "unknown field 'colour'; known fields: apiKey, providers, region, timeout"),
+        ("apiKey: ${NOT_SET_ANYWHERE}\n            providers: [a]", r"refers to \$\{NOT_SET_ANYWHERE\}, which is not set"),
+        ("apiKey: ''\n            providers: [a]", "field 'apiKey' must not be empty"),
+    ],
+)
+def test_config_errors_name_plugin_and_field(plugin_dir: Path, config: str, message: str) -> None:
+    path = _write(plugin_dir, f"""
+        plugins:
+          MODULE:
+            {config}
+    """)
+    registry = LlmRegistry()
+    with pytest.raises(ConfigError, match=message):
+        load_plugins(path, registry=registry, environ={})
+    assert registry.routes() == []
+
+
+def test_env_default(plugin_dir: Path) -> None:
+    path = _write(plugin_dir, """
+        plugins:
+          MODULE:
+            apiKey: ${MISSING_KEY:-sk-test-default}
+            providers: [a]
+    """)
+    ctx = load_plugins(path, environ={})
+    assert ctx.llm.resolve("a").api_key == "sk-test-default"  # type: ignore[attr-defined]
+
+
+def test_disabled_entry_and_labelled_instances(plugin_dir: Path) -> None:
+    path = _write(plugin_dir, """
+        plugins:
+          MODULE:one:
+            apiKey: k1
+            providers: [a]
+          MODULE:two:
+            apiKey: k2
+            providers: [b]
+          ~MODULE:three:
+            apiKey: k3
+            providers: [c]
+    """)
+    ctx = load_plugins(path, environ={})
+    assert ctx.llm.routes() == ["a", "b"]
+
+
+def test_inject_of_an_unknown_service(plugin_dir: Path) -> None:
+    source = next(plugin_dir.glob("fake_plugin_*.py"))
+    source.write_text(PLUGIN.replace('inject = ["llm"]', 'inject = ["llm", "database"]'))
+    path = _write(plugin_dir, """
+        plugins:
+          MODULE:
+            apiKey: k
+            providers: [a]
+    """)
+    with pytest.raises(ConfigError, match="inject names 'database', which this context does not provide"):
+        load_plugins(path, environ={})
+
+
+def test_missing_exports(plugin_dir: Path) -> None:
+    source = next(plugin_dir.glob("fake_plugin_*.py"))
+    source.write_text(PLUGIN.replace("def apply(ctx, config):", "def setup(ctx, config):"))
+    path = _write(plugin_dir, "plugins:\n  MODULE: {apiKey: k, providers: [a]}\n")
+    with pytest.raises(ConfigError, match="lacks apply"):
+        load_plugins(path, environ={})
+
+
+def test_duplicate_route_across_plugins(plugin_dir: Path) -> None:
+    path = _write(plugin_dir, """
+        plugins:
+          MODULE:one: {apiKey: k, providers: [a]}
+          MODULE:two: {apiKey: k, providers: [a]}
+    """)
+    with pytest.raises(ConfigError, match="plugin 'fake-plugin': route 'a' is already registered"):
+        load_plugins(path, environ={})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("plugins: [a, b]", "expected a top-level 'plugins:' mapping"),
+        ("plugins:\n  : [", "is not valid YAML"),
+        ("plugins:\n  no_such_module_xyz: {}", "cannot import it"),
+    ],
+)
+def test_bad_documents(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "dsh.yml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_plugins(path, environ={})
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read plugin config"):
+        load_plugins(tmp_path / "absent.yml")
