@@ -42,12 +42,15 @@ from ._exceptions import (
     StreamTimeoutError,
 )
 from ._jsonl import Golden, Raised, chunk_from_json, chunk_to_json, dump_jsonl, load_golden, load_jsonl
+from ._cassette import RecordMode, Scrubber
+from ._intercept import Fault, Fragmentation
 from ._options import GenerateOptions, Message, MessageToolCall, ToolDefinition
 from ._plugins import PluginContext, load_plugins
 from ._sequencer import BlockSequencer
+from ._use_cassette import CassetteSession, use_cassette
 from ._validator import SequenceValidator, Violation, assert_chunk_sequence, check_chunk_sequence
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "AuthenticationError",
@@ -57,10 +60,13 @@ __all__ = [
     "BlockStart",
     "CallId",
     "CassetteError",
+    "CassetteSession",
     "ConfigError",
     "DshReplayError",
+    "Fault",
     "Finish",
     "FinishReason",
+    "Fragmentation",
     "GenerateOptions",
     "Golden",
     "InvalidRequestError",
@@ -77,6 +83,8 @@ __all__ = [
     "RateLimitError",
     "ReasoningBlock",
     "ReasoningDelta",
+    "RecordMode",
+    "Scrubber",
     "SequenceValidator",
     "ServerError",
     "StreamChunk",
@@ -101,4 +109,5 @@ __all__ = [
     "load_golden",
     "load_jsonl",
     "load_plugins",
+    "use_cassette",
 ]

@@ -1,0 +1,472 @@
+"""The cassette file: a vcrpy-loadable YAML document that keeps stream fragments.
+
+Layout (``version: 1`` and ``interactions`` are plain vcrpy; everything we add
+lives under ``dsh_replay`` keys that vcrpy ignores)::
+
+    dsh_replay: {format: 1, route: openai, options: {...}, library: dsh-replay 0.1.0}
+    interactions:
+    - request: {method, uri, body, headers}            # vcrpy's request dict
+      response:
+        status: {code: 200, message: OK}
+        headers: {content-type: [text/event-stream]}
+        body:
+          string: |                                    # readable when it round-trips
+            data: {"id":"chatcmpl-1",...}
+
+        dsh_replay:
+          fragments: [[0.0, 143], [12.4, 98], ...]     # [ms since headers, bytes]
+          complete: true                               # false: the caller stopped early
+          error: {kind: ReadError, message: ..., offset: 2048, at_ms: 310.2}
+    version: 1
+
+Requests are vcrpy ``Request`` objects so vcrpy's matchers compare them; a
+cassette written by plain vcrpy (no fragments, no metadata) loads too and its
+body is served as one fragment.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import orjson
+import yaml
+
+from ._exceptions import CassetteError
+from ._secrets import find_secrets
+
+if TYPE_CHECKING:
+    # vcr is imported where it is used: importing it at start-up would defeat
+    # pytest-recording's assertion rewriting of vcr.matchers (a warning, an
+    # error under filterwarnings=error) when both plugins are installed
+    from vcr.request import Request as VcrRequest
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Cassette",
+    "Interaction",
+    "RecordMode",
+    "RecordedError",
+    "Scrubber",
+    "body_matcher",
+    "default_matchers",
+    "describe_mismatch",
+]
+
+FORMAT_VERSION = 1
+REDACTED = "REDACTED"
+
+
+class RecordMode(str, Enum):
+    """vcrpy / pytest-recording record modes, plus ``rewrite``."""
+
+    NONE = "none"
+    ONCE = "once"
+    NEW_EPISODES = "new_episodes"
+    ALL = "all"
+    REWRITE = "rewrite"
+
+    @classmethod
+    def parse(cls, value: str | RecordMode) -> RecordMode:
+        try:
+            return cls(value)
+        except ValueError:
+            valid = ", ".join(mode.value for mode in cls)
+            raise CassetteError(f"unknown record mode {value!r}; valid modes: {valid}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedError:
+    """A stream that failed while recording: the exception kind and where it struck."""
+
+    kind: str
+    message: str
+    offset: int
+    at_ms: float
+
+
+@dataclass(slots=True, kw_only=True)
+class Interaction:
+    """One request and its (streamed) response."""
+
+    request: VcrRequest
+    status: int
+    reason: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    fragments: list[tuple[float, int]] | None = None
+    complete: bool = True
+    error: RecordedError | None = None
+    played: bool = False
+
+    def fragment_sizes(self) -> list[int]:
+        if not self.fragments:
+            return [len(self.body)] if self.body else []
+        return [size for _, size in self.fragments]
+
+
+# -- scrubbing -----------------------------------------------------------------
+
+DEFAULT_REQUEST_HEADERS = frozenset(
+    ("authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization", "cookie")
+)
+DEFAULT_RESPONSE_HEADERS = frozenset(("set-cookie",))
+DEFAULT_QUERY_PARAMETERS = frozenset(("key", "api_key"))
+
+BodyFilter = Callable[[str, bytes], bytes]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scrubber:
+    """What is replaced by ``REDACTED`` before a cassette reaches disk.
+
+    ``body_filters`` are callables ``(part, body) -> body`` where ``part`` is
+    ``"request"`` or ``"response"``, for secrets only the user knows about.
+    """
+
+    request_headers: frozenset[str] = DEFAULT_REQUEST_HEADERS
+    response_headers: frozenset[str] = DEFAULT_RESPONSE_HEADERS
+    query_parameters: frozenset[str] = DEFAULT_QUERY_PARAMETERS
+    body_filters: tuple[BodyFilter, ...] = ()
+
+    def uri(self, uri: str) -> tuple[str, int]:
+        """The URI with secret query parameters replaced, and how many were."""
+        parts = urlsplit(uri)
+        if not parts.query:
+            return uri, 0
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        count = sum(1 for key, value in pairs if key.lower() in self.query_parameters and value != REDACTED)
+        if not count:
+            return uri, 0
+        scrubbed = [(k, REDACTED if k.lower() in self.query_parameters else v) for k, v in pairs]
+        return urlunsplit(parts._replace(query=urlencode(scrubbed))), count
+
+    def headers(self, headers: Iterable[tuple[str, str]], names: frozenset[str]) -> tuple[list[tuple[str, str]], int]:
+        out, count = [], 0
+        for name, value in headers:
+            if name.lower() in names and value != REDACTED:
+                out.append((name, REDACTED))
+                count += 1
+            else:
+                out.append((name, value))
+        return out, count
+
+    def body(self, part: str, body: bytes) -> bytes:
+        for body_filter in self.body_filters:
+            body = body_filter(part, body)
+        return body
+
+
+# -- matching ------------------------------------------------------------------
+
+
+def body_matcher(r1: VcrRequest, r2: VcrRequest) -> None:
+    """Bodies equal as JSON data when both parse (key order free), else as bytes."""
+    b1, b2 = r1.body or b"", r2.body or b""
+    if b1 == b2:
+        return
+    try:
+        same = orjson.loads(b1) == orjson.loads(b2)
+    except orjson.JSONDecodeError:
+        same = False
+    if not same:
+        raise AssertionError("bodies differ")
+
+
+Matcher = Callable[["VcrRequest", "VcrRequest"], Any]
+
+
+def default_matchers() -> tuple[Matcher, ...]:
+    """vcrpy's method, path and query matchers, and JSON-as-data bodies."""
+    from vcr import matchers
+
+    return (matchers.method, matchers.path, matchers.query, body_matcher)
+_PART_NAMES = {"body_matcher": "body"}
+
+
+def _json_or_none(body: bytes | None) -> Any:
+    try:
+        return orjson.loads(body or b"")
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _changed_fields(old: Any, new: Any, where: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for key in sorted(set(old) | set(new), key=str):
+            path = f"{where}.{key}" if where else str(key)
+            if key not in old or key not in new:
+                out.append(path)
+            else:
+                out += _changed_fields(old[key], new[key], path)
+        return out
+    if isinstance(old, list) and isinstance(new, list):
+        out = []
+        for position in range(max(len(old), len(new))):
+            path = f"{where}[{position}]"
+            if position >= len(old) or position >= len(new):
+                out.append(path)
+            else:
+                out += _changed_fields(old[position], new[position], path)
+        return out
+    return [] if old == new else [where or "<body>"]
+
+
+def _pretty(body: bytes | None) -> list[str]:
+    data = _json_or_none(body)
+    if data is None:
+        return (body or b"").decode("utf-8", "replace").splitlines()
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode().splitlines()
+
+
+def describe_mismatch(request: VcrRequest, recorded: Sequence[Interaction], matchers: Sequence[Callable[..., Any]]) -> str:
+    """Explain why ``request`` matched nothing: the closest recorded request and a body diff."""
+    head = f"{request.method} {request.uri}"
+    if not recorded:
+        return f"no recorded interaction is left to play for {head}"
+    from vcr.matchers import get_matchers_results
+
+    scored = []
+    for position, interaction in enumerate(recorded):
+        _, failures = get_matchers_results(request, interaction.request, list(matchers))
+        similarity = difflib.SequenceMatcher(None, _pretty(request.body), _pretty(interaction.request.body)).ratio()
+        scored.append((len(failures), -similarity, position, failures, interaction))
+    _, _, position, failures, closest = min(scored, key=lambda item: item[:3])
+    parts = [_PART_NAMES.get(name, name) for name, _ in failures]
+    lines = [
+        f"no recorded interaction matches {head}",
+        f"closest recorded request (interaction {position}): {closest.request.method} {closest.request.uri}",
+        f"differs in: {', '.join(parts) or 'nothing the matchers see'}",
+    ]
+    if "body" in parts:
+        fields = _changed_fields(_json_or_none(closest.request.body), _json_or_none(request.body))
+        if fields:
+            lines.append(f"changed JSON fields: {', '.join(fields[:12])}")
+        diff = difflib.unified_diff(
+            _pretty(closest.request.body), _pretty(request.body), "recorded request", "this request", lineterm="", n=2
+        )
+        lines += list(diff)[:80]
+    if closest.played:
+        lines.append("(that interaction was already played; repeated requests play in recorded order)")
+    return "\n".join(lines)
+
+
+# -- YAML ----------------------------------------------------------------------
+
+
+class _Literal(str):
+    """A string to write as a YAML literal block (``|``), one line per line."""
+
+
+class _Flow(list):  # type: ignore[type-arg]
+    """A list to write in flow style (``[a, b]``)."""
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    pass
+
+
+_Dumper.add_representer(_Literal, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", str(s), style="|"))
+_Dumper.add_representer(_Flow, lambda d, s: d.represent_sequence("tag:yaml.org,2002:seq", list(s), flow_style=True))
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _body_value(body: bytes, readable: bool) -> Any:
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body  # !!binary
+    return _Literal(text) if readable and "\n" in text else text
+
+
+def _headers_dict(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for name, value in headers:
+        out.setdefault(name, []).append(value)
+    return out
+
+
+@dataclass(slots=True, kw_only=True)
+class Cassette:
+    """A cassette in memory: metadata and interactions."""
+
+    path: Path
+    interactions: list[Interaction] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    # -- reading -------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Cassette:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise CassetteError(f"cassette {path} does not exist", path=str(path)) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CassetteError(f"cannot read cassette {path}: {exc}", path=str(path)) from None
+        try:
+            data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+        except yaml.YAMLError as exc:
+            where = ""
+            mark = getattr(exc, "problem_mark", None)
+            if mark is not None:
+                where = f" (line {mark.line + 1}, column {mark.column + 1})"
+            raise CassetteError(
+                f"cassette {path} is not valid YAML{where}; fix it or re-record it with --record-mode=rewrite",
+                path=str(path),
+            ) from None
+        return cls.from_dict(data, path)
+
+    @classmethod
+    def from_dict(cls, data: Any, path: Path) -> Cassette:
+        def bad(message: str) -> CassetteError:
+            return CassetteError(f"cassette {path}: {message}; re-record it with --record-mode=rewrite", path=str(path))
+
+        if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+            raise bad("expected a mapping with an 'interactions' list (vcrpy format, version 1)")
+        if data.get("version", 1) != 1:
+            raise bad(f"unsupported vcrpy cassette version {data.get('version')!r}")
+        metadata = data.get("dsh_replay") or {}
+        if not isinstance(metadata, dict):
+            raise bad("'dsh_replay' metadata must be a mapping")
+        if metadata.get("format", FORMAT_VERSION) > FORMAT_VERSION:
+            raise bad(f"format {metadata['format']} is newer than this dsh-replay understands ({FORMAT_VERSION}); upgrade dsh-replay")
+        interactions = []
+        for position, raw in enumerate(data["interactions"]):
+            try:
+                interactions.append(_interaction_from_dict(raw))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise bad(f"interaction {position} is malformed ({type(exc).__name__}: {exc})") from None
+        return cls(path=path, interactions=interactions, metadata=metadata)
+
+    # -- writing -------------------------------------------------------------
+
+    def to_dict(self, *, readable: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.metadata:
+            out["dsh_replay"] = self.metadata
+        out["interactions"] = [_interaction_to_dict(i, readable) for i in self.interactions]
+        out["version"] = 1
+        return out
+
+    def dumps(self) -> str:
+        data = self.to_dict(readable=True)
+        text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 30)
+        # A literal block cannot hold every string (e.g. CR, trailing spaces before a
+        # line break): keep it only when the file reads back byte-exactly.
+        back = yaml.load(text, Loader=_Loader)  # noqa: S506
+        for position, (mine, theirs) in enumerate(zip(data["interactions"], back["interactions"])):
+            if str(mine["response"]["body"]["string"]) != theirs["response"]["body"]["string"]:
+                data["interactions"][position]["response"]["body"]["string"] = str(mine["response"]["body"]["string"])
+                text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 30)
+        return text
+
+    def check_secrets(self) -> None:
+        """Refuse (``CassetteError``) if any credential-shaped string is left."""
+        for position, interaction in enumerate(self.interactions):
+            raw = _interaction_to_dict(interaction, readable=False)
+            for hit in find_secrets(raw):
+                raise CassetteError(
+                    f"refusing to write cassette {self.path}: {hit.kind} found in interaction {position}, "
+                    f"field {hit.field} ({hit.excerpt}). Scrub it with a header/query filter or a body filter, "
+                    "then record again.",
+                    path=str(self.path),
+                )
+        for hit in find_secrets(self.metadata, "dsh_replay"):
+            raise CassetteError(
+                f"refusing to write cassette {self.path}: {hit.kind} found in field {hit.field} ({hit.excerpt})",
+                path=str(self.path),
+            )
+
+    def save(self) -> None:
+        """Scan for secrets, then write atomically (temp file + rename)."""
+        self.check_secrets()
+        text = self.dumps()
+        atomic_write(self.path, text.encode("utf-8"))
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _interaction_to_dict(interaction: Interaction, readable: bool) -> dict[str, Any]:
+    request = interaction.request._to_dict()
+    if isinstance(request.get("body"), bytes):
+        try:
+            request["body"] = request["body"].decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # stays !!binary
+    response: dict[str, Any] = {
+        "status": {"code": interaction.status, "message": interaction.reason},
+        "headers": _headers_dict(interaction.headers),
+        "body": {"string": _body_value(interaction.body, readable)},
+    }
+    extra: dict[str, Any] = {}
+    if interaction.fragments is not None:
+        extra["fragments"] = _Flow(_Flow([round(ms, 1), size]) for ms, size in interaction.fragments)
+        extra["complete"] = interaction.complete
+    if interaction.error is not None:
+        error = interaction.error
+        extra["error"] = {"kind": error.kind, "message": error.message, "offset": error.offset, "at_ms": round(error.at_ms, 1)}
+    if extra:
+        response["dsh_replay"] = extra
+    return {"request": request, "response": response}
+
+
+def _as_bytes(value: Any) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    raise TypeError(f"body must be a string, got {type(value).__name__}")
+
+
+def _interaction_from_dict(raw: Mapping[str, Any]) -> Interaction:
+    from vcr.request import Request as VcrRequest
+
+    request = VcrRequest._from_dict(raw["request"])
+    response = raw["response"]
+    extra = response.get("dsh_replay") or {}
+    body_field = response.get("body", {})
+    body = _as_bytes(body_field.get("string") if isinstance(body_field, Mapping) else body_field)
+    headers = [(str(k), str(v)) for k, values in (response.get("headers") or {}).items() for v in (values if isinstance(values, list) else [values])]
+    fragments = None
+    if extra.get("fragments") is not None:
+        fragments = [(float(ms), int(size)) for ms, size in extra["fragments"]]
+        if sum(size for _, size in fragments) != len(body):
+            raise ValueError(f"fragments add up to {sum(s for _, s in fragments)} bytes but the body has {len(body)}")
+    error = None
+    if extra.get("error"):
+        e = extra["error"]
+        error = RecordedError(str(e["kind"]), str(e.get("message", "")), int(e["offset"]), float(e.get("at_ms", 0.0)))
+    status = response["status"]
+    return Interaction(
+        request=request,
+        status=int(status["code"]),
+        reason=str(status.get("message") or ""),
+        headers=headers,
+        body=body,
+        fragments=fragments,
+        complete=bool(extra.get("complete", True)),
+        error=error,
+    )

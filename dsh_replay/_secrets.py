@@ -1,0 +1,59 @@
+"""Credential detection for cassettes (sans-I/O).
+
+The scan runs over every string of a cassette right before it is written, and
+over files on disk for ``dsh-replay scan``. A hit names the interaction and the
+field so the user can add a filter. Placeholders left by the scrubber
+(``REDACTED``) never match.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["SecretHit", "find_secrets", "mask"]
+
+# Shapes of real credentials, not exact formats: a scan that misses a key is
+# worse than one that asks the user to look at a test key that looks real.
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}")),
+    ("OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
+    ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("bearer token", re.compile(r"\bBearer\s+(?!REDACTED\b)[A-Za-z0-9._~+/-]{16,}=*")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SecretHit:
+    """A credential-shaped string found at ``field``."""
+
+    kind: str
+    field: str
+    excerpt: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} in {self.field}: {self.excerpt}"
+
+
+def mask(secret: str) -> str:
+    """Show just enough of a secret to find it, never enough to use it."""
+    return secret[:8] + "…" if len(secret) > 8 else "…"
+
+
+def find_secrets(value: object, field: str = "") -> Iterator[SecretHit]:
+    """Walk nested dicts/lists/strings/bytes and yield every credential-shaped string."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        for kind, pattern in _PATTERNS:
+            for match in pattern.finditer(value):
+                yield SecretHit(kind, field or "<value>", mask(match.group(0)))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from find_secrets(key, field)
+            yield from find_secrets(item, f"{field}.{key}" if field else str(key))
+    elif isinstance(value, (list, tuple)):
+        for position, item in enumerate(value):
+            yield from find_secrets(item, f"{field}[{position}]")

@@ -1,0 +1,242 @@
+"""``use_cassette``: record or replay every httpx request made inside a block.
+
+A :class:`CassetteSession` is the handler the patched clients call. Per
+request it either replays the first unplayed recorded interaction that
+matches, or sends the request for real and records the response while it
+streams, or refuses with a diff against the closest recorded request — as the
+record mode allows:
+
+=============  ===========  ==============  ========================
+mode           replays      records         when the file is missing
+=============  ===========  ==============  ========================
+none           yes          no              CassetteError
+once           yes          only a new file records everything
+new_episodes   yes          unmatched ones  records everything
+all            no           everything      records everything
+rewrite        no           everything      (existing file replaced)
+=============  ===========  ==============  ========================
+
+The file is written once, atomically, when the block ends — after the secret
+scan, which refuses the write rather than leak a credential.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ._version import __version__
+from ._cassette import (
+    FORMAT_VERSION,
+    Cassette,
+    Interaction,
+    Matcher,
+    RecordMode,
+    Scrubber,
+    default_matchers,
+    describe_mismatch,
+)
+from ._exceptions import CassetteError
+from ._intercept import Fault, Fragmentation, Recorder, install, recording_response, replay_response, uninstall
+from ._options import GenerateOptions
+
+__all__ = ["CassetteSession", "use_cassette"]
+
+def _vcr_request(request: Any, scrubber: Scrubber) -> tuple[Any, int]:
+    from vcr.request import Request as VcrRequest
+
+    uri, scrubbed = scrubber.uri(str(request.url))
+    headers, count = scrubber.headers(request.headers.multi_items(), scrubber.request_headers)
+    body = scrubber.body("request", request.content)
+    return VcrRequest(request.method, uri, body, dict(headers)), scrubbed + count
+
+
+class CassetteSession:
+    """One cassette in use: what was played, what was recorded, what is left."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        record_mode: str | RecordMode = RecordMode.NONE,
+        *,
+        route: str | None = None,
+        options: GenerateOptions | None = None,
+        fragmentation: str | Fragmentation = "recorded",
+        speed: float = 0.0,
+        scrubber: Scrubber | None = None,
+        matchers: Sequence[Matcher] | None = None,
+        fault: Fault | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.record_mode = RecordMode.parse(record_mode)
+        self.route = route
+        self.options = options
+        self.fragmentation = Fragmentation.parse(fragmentation)
+        if speed < 0:
+            raise CassetteError(f"speed must be >= 0 (0 replays instantly, 1 at recorded pace); got {speed}")
+        self.speed = speed
+        self.scrubber = scrubber or Scrubber()
+        self.matchers = list(matchers if matchers is not None else default_matchers())
+        self.fault = fault
+        self.played = 0
+        self.recorded = 0
+        self.scrubbed = 0
+        self.wrote = False
+        self._recorders: list[Recorder] = []
+        self._can_replay = True
+        self._can_record = False
+        self.cassette = self._open()
+        self._loaded = list(self.cassette.interactions)
+
+    # -- set-up --------------------------------------------------------------------
+
+    def _open(self) -> Cassette:
+        mode, exists = self.record_mode, self.path.exists()
+        if mode is RecordMode.NONE and not exists:
+            raise CassetteError(
+                f"cassette {self.path} does not exist and the record mode is 'none'. Record it once "
+                f"against the real provider: pytest --record-mode=once (or dsh-replay record ... --out {self.path})",
+                path=str(self.path),
+            )
+        if mode is RecordMode.REWRITE or not exists:
+            self._can_replay = mode is RecordMode.NONE
+            self._can_record = mode is not RecordMode.NONE
+            return Cassette(path=self.path, metadata=self._metadata())
+        cassette = Cassette.load(self.path)
+        self._can_replay = mode is not RecordMode.ALL
+        self._can_record = mode in (RecordMode.NEW_EPISODES, RecordMode.ALL)
+        return cassette
+
+    def _metadata(self) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"format": FORMAT_VERSION}
+        if self.route is not None:
+            metadata["route"] = self.route
+        if self.options is not None:
+            metadata["options"] = self.options.to_json()
+        metadata["library"] = f"dsh-replay {__version__}"
+        return metadata
+
+    # -- the handler ---------------------------------------------------------------
+
+    @property
+    def unplayed(self) -> list[Interaction]:
+        """Loaded interactions this session has not played (the adapter made fewer calls)."""
+        return [i for i in self._loaded if not i.played] if self._can_replay else []
+
+    def handle(self, request: Any, inner: Any, lib: types.ModuleType, is_async: bool) -> Any:
+        wanted, scrubbed = _vcr_request(request, self.scrubber)
+        if self._can_replay:
+            for position, interaction in enumerate(self._loaded):
+                if not interaction.played and self._matches(wanted, interaction):
+                    interaction.played = True
+                    self.played += 1
+                    fault = self.fault if self.fault and self.fault.interaction in (None, position) else None
+                    return replay_response(
+                        lib, request, interaction, fragmentation=self.fragmentation, speed=self.speed,
+                        fault=fault, path=str(self.path), is_async=is_async,
+                    )
+        if not self._can_record:
+            raise CassetteError(
+                f"cassette {self.path}: {describe_mismatch(wanted, [i for i in self._loaded if not i.played] or self._loaded, self.matchers)}\n"
+                "If the request changed on purpose, re-record: --record-mode=rewrite",
+                path=str(self.path),
+            )
+        self.scrubbed += scrubbed
+        return self._record_async(request, inner, lib, wanted) if is_async else self._record_sync(request, inner, lib, wanted)
+
+    def _matches(self, wanted: Any, interaction: Interaction) -> bool:
+        try:
+            for matcher in self.matchers:
+                if matcher(wanted, interaction.request) is False:
+                    return False
+        except AssertionError:
+            return False
+        return True
+
+    def _start_recording(self, response: Any, wanted: Any) -> Recorder:
+        headers, count = self.scrubber.headers(response.headers.multi_items(), self.scrubber.response_headers)
+        self.scrubbed += count
+        interaction = Interaction(
+            request=wanted, status=response.status_code, reason=response.reason_phrase, headers=headers, body=b"",
+        )
+        self.cassette.interactions.append(interaction)
+        recorder = Recorder(interaction, self._recorded)
+        self._recorders.append(recorder)
+        return recorder
+
+    def _recorded(self, interaction: Interaction) -> None:
+        filtered = self.scrubber.body("response", interaction.body)
+        if filtered != interaction.body:
+            if len(filtered) != len(interaction.body) and interaction.fragments:
+                # a filter changed the length: fragment boundaries no longer apply
+                interaction.fragments = [(interaction.fragments[0][0], len(filtered))] if filtered else []
+            interaction.body = filtered
+        self.recorded += 1
+
+    async def _record_async(self, request: Any, inner: Any, lib: types.ModuleType, wanted: Any) -> Any:
+        response = await inner.handle_async_request(request)
+        return recording_response(lib, response, self._start_recording(response, wanted), True)
+
+    def _record_sync(self, request: Any, inner: Any, lib: types.ModuleType, wanted: Any) -> Any:
+        response = inner.handle_request(request)
+        return recording_response(lib, response, self._start_recording(response, wanted), False)
+
+    # -- tear-down -----------------------------------------------------------------
+
+    def close(self) -> None:
+        """Finish recordings the caller left open, then write the cassette if it changed."""
+        for recorder in self._recorders:
+            recorder.finish(complete=False)
+        if self.recorded:
+            self.cassette.save()
+            self.wrote = True
+        elif self.record_mode is RecordMode.REWRITE and self.path.exists():
+            self.path.unlink()
+
+
+class use_cassette:  # noqa: N801 - reads like vcrpy's vcr.use_cassette
+    """Record or replay every httpx/httpx2 request made inside the block.
+
+    Usable as ``with use_cassette(...) as session:`` and ``async with``. See
+    :class:`CassetteSession` for the arguments; ``record_mode`` defaults to
+    ``none`` so nothing reaches the network unless asked.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        record_mode: str | RecordMode = "none",
+        *,
+        route: str | None = None,
+        options: GenerateOptions | None = None,
+        fragmentation: str | Fragmentation = "recorded",
+        speed: float = 0.0,
+        scrubber: Scrubber | None = None,
+        matchers: Sequence[Matcher] | None = None,
+        fault: Fault | None = None,
+    ) -> None:
+        self._args = (path, record_mode)
+        self._kwargs: dict[str, Any] = {
+            "route": route, "options": options, "fragmentation": fragmentation, "speed": speed,
+            "scrubber": scrubber, "matchers": matchers, "fault": fault,
+        }
+        self.session: CassetteSession | None = None
+
+    def __enter__(self) -> CassetteSession:
+        self.session = CassetteSession(*self._args, **self._kwargs)
+        install(self.session)
+        return self.session
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self.session is not None
+        uninstall(self.session)
+        if exc_info[0] is None or not isinstance(exc_info[1], CassetteError):
+            self.session.close()
+
+    async def __aenter__(self) -> CassetteSession:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.__exit__(*exc_info)
