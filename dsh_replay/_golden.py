@@ -1,0 +1,49 @@
+"""Golden files: where they live, how they are compared, how a difference reads.
+
+A golden is the chunk JSONL of one adapter run (see ``_jsonl``). Comparison is
+byte-for-byte on the canonical serialization, so a golden is either exactly
+right or shown as a line diff: the first differing chunk position, ``-``
+golden / ``+`` actual, a few lines of context, long lines shortened.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+__all__ = ["GOLDEN_SUFFIX", "golden_diff", "golden_path_for"]
+
+GOLDEN_SUFFIX = ".chunks.jsonl"
+_MAX_LINE = 160
+
+
+def golden_path_for(cassette: Path, call: int = 1) -> Path:
+    """``case.yaml`` → ``case.chunks.jsonl`` (``case.2.chunks.jsonl`` for a second call)."""
+    stem = cassette.name[: -len(cassette.suffix)] if cassette.suffix else cassette.name
+    middle = "" if call == 1 else f".{call}"
+    return cassette.with_name(f"{stem}{middle}{GOLDEN_SUFFIX}")
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 12] + f"… (+{len(line) - _MAX_LINE + 12} chars)"
+
+
+def golden_diff(expected: bytes, actual: bytes, *, name: str, context: int = 3) -> str:
+    """A readable explanation of how ``actual`` differs from the golden ``expected``."""
+    old = expected.decode("utf-8", "replace").splitlines()
+    new = actual.decode("utf-8", "replace").splitlines()
+    first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+    lines = [
+        f"golden {name} differs from the adapter's chunks; first difference at chunk {first} (line {first + 1})",
+        f"  golden: {len(old)} line(s), actual: {len(new)} line(s)",
+    ]
+    for group in difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(context):
+        lines.append(f"@@ chunk {group[0][1]} @@")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines += [f"  {_short(line)}" for line in old[i1:i2]]
+                continue
+            lines += [f"- {_short(line)}" for line in old[i1:i2]]
+            lines += [f"+ {_short(line)}" for line in new[j1:j2]]
+    lines.append("If the new chunks are right, accept them with: pytest --update-golden")
+    return "\n".join(lines)

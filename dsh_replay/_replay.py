@@ -1,0 +1,222 @@
+"""Run an adapter and judge its chunks: the shared core of the fixture, the
+cassette-driven test items, ``dsh-replay check`` and ``dsh-replay trace``.
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._adapter import LlmAdapter
+from ._cassette import Cassette, Interaction, atomic_write
+from ._chunks import BlockStart, StreamChunk
+from ._exceptions import CassetteError, ConfigError, DshReplayError
+from ._golden import golden_diff, golden_path_for
+from ._intercept import Fragmentation, install, replay_response, uninstall
+from ._jsonl import dump_jsonl
+from ._options import GenerateOptions, Message
+from ._routes import RouteTable
+from ._use_cassette import use_cassette
+from ._validator import SequenceValidator, Violation
+
+__all__ = ["CaseResult", "Outcome", "replay_case", "run_adapter", "trace_body"]
+
+
+@dataclass
+class Outcome:
+    """What one adapter run produced: its chunks, what it raised, the rules it broke."""
+
+    chunks: list[StreamChunk] = field(default_factory=list)
+    raised: BaseException | None = None
+    violations: list[Violation] = field(default_factory=list)
+
+    def golden_bytes(self) -> bytes:
+        return dump_jsonl(self.chunks, self.raised)
+
+    @property
+    def blocks(self) -> int:
+        return sum(1 for chunk in self.chunks if type(chunk) is BlockStart)
+
+
+async def run_adapter(
+    adapter: LlmAdapter,
+    options: GenerateOptions,
+    *,
+    allow_interleaving: bool = False,
+    json_arguments: bool = True,
+    capture: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+    on_violation: Callable[[Violation], None] | None = None,
+) -> Outcome:
+    """Iterate ``adapter.stream(options)``, checking each chunk as it arrives.
+
+    An exception of a ``capture`` type ends the run and is kept in ``raised``
+    (the chunks yielded before it are kept too); anything else propagates.
+    """
+    outcome = Outcome()
+    validator = SequenceValidator(allow_interleaving=allow_interleaving, json_arguments=json_arguments)
+    try:
+        async for chunk in adapter.stream(options):
+            outcome.chunks.append(chunk)
+            for violation in validator.feed(chunk):
+                if on_violation is not None:
+                    on_violation(violation)
+    except capture as exc:
+        if isinstance(exc, CassetteError):
+            raise  # a cassette problem is never the adapter's answer
+        outcome.raised = exc
+    if outcome.raised is None:
+        validator.finish()
+    outcome.violations = list(validator.violations)
+    return outcome
+
+
+# -- cassette cases ------------------------------------------------------------
+
+
+@dataclass
+class CaseResult:
+    """One cassette replayed through its route's adapter and judged."""
+
+    cassette: Path
+    route: str = "?"
+    fragments: int = 0
+    outcome: Outcome | None = None
+    golden: str = ""  # "matched" | "written" | "updated" | "differs" | "missing"
+    problem: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+    @property
+    def verdict(self) -> str:
+        if self.problem:
+            return "FAIL " + self.problem.splitlines()[0][:60]
+        raised = self.outcome.raised if self.outcome else None
+        suffix = f" (raised {type(raised).__name__})" if raised is not None else ""
+        written = f", golden {self.golden}" if self.golden in ("written", "updated") else ""
+        return f"ok{suffix}{written}"
+
+
+def case_options(cassette: Cassette) -> tuple[str, GenerateOptions, str | None]:
+    """(route, options, base_url) stored in a cassette's ``dsh_replay`` metadata."""
+    metadata = cassette.metadata
+    route = metadata.get("route")
+    if not isinstance(route, str) or not isinstance(metadata.get("options"), dict):
+        raise CassetteError(
+            f"cassette {cassette.path} has no dsh_replay route/options metadata, so it cannot be "
+            "replayed without its test; record it through the dsh_replay fixture or `dsh-replay record`",
+            path=str(cassette.path),
+        )
+    try:
+        options = GenerateOptions.from_json(metadata["options"])
+    except ConfigError as exc:
+        raise CassetteError(f"cassette {cassette.path}: {exc}", path=str(cassette.path)) from None
+    base_url = metadata.get("base_url")
+    return route, options, base_url if isinstance(base_url, str) else None
+
+
+async def replay_case(
+    path: Path,
+    routes: RouteTable,
+    *,
+    fragmentation: str | Fragmentation = "recorded",
+    update_golden: bool = False,
+    allow_unplayed: bool = False,
+) -> CaseResult:
+    """Replay one cassette offline through its route's adapter; compare and maybe write its golden."""
+    started = time.perf_counter()
+    result = CaseResult(cassette=path)
+    try:
+        cassette = Cassette.load(path)
+        result.route, options, base_url = case_options(cassette)
+        result.fragments = sum(len(i.fragment_sizes()) for i in cassette.interactions)
+        settings = cassette.metadata.get("adapter") or {}
+        adapter = routes.adapter(
+            result.route, base_url=base_url, drop_reasoning=bool(settings.get("drop_reasoning", False))
+        )
+        async with use_cassette(path, "none", fragmentation=fragmentation) as session:
+            outcome = await run_adapter(adapter, options)
+        result.outcome = outcome
+        if outcome.violations:
+            first = outcome.violations[0]
+            result.problem = f"{first.rule} at chunk {first.position}: {first.message}" + (
+                f" (+{len(outcome.violations) - 1} more)" if len(outcome.violations) > 1 else ""
+            )
+        elif session.unplayed and not allow_unplayed:
+            result.problem = f"{len(session.unplayed)} recorded interaction(s) were not played"
+        else:
+            result.golden, problem = judge_golden(path, outcome.golden_bytes(), update=update_golden)
+            result.problem = problem
+    except DshReplayError as exc:
+        result.problem = str(exc)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def judge_golden(cassette: Path, actual: bytes, *, update: bool, call: int = 1, write_missing: bool = False) -> tuple[str, str]:
+    """(golden status, problem) after comparing — or writing — the golden of ``cassette``."""
+    golden = golden_path_for(cassette, call)
+    try:
+        expected = golden.read_bytes()
+    except FileNotFoundError:
+        if update or write_missing:
+            atomic_write(golden, actual)
+            return "written", ""
+        return "missing", f"golden {golden} is missing; write it with --update-golden (dsh-replay check --update)"
+    if expected == actual:
+        return "matched", ""
+    if update:
+        atomic_write(golden, actual)
+        return "updated", ""
+    return "differs", golden_diff(expected, actual, name=str(golden))
+
+
+# -- trace ----------------------------------------------------------------------
+
+TRACE_BASE_URL = "http://dsh-replay.invalid"
+
+
+class _AnswerEverything:
+    """An interception handler that answers every request with one body."""
+
+    def __init__(self, interaction: Interaction, fragmentation: Fragmentation) -> None:
+        self.interaction = interaction
+        self.fragmentation = fragmentation
+
+    def handle(self, request: object, inner: object, lib: types.ModuleType, is_async: bool) -> object:
+        return replay_response(
+            lib, request, self.interaction, fragmentation=self.fragmentation, speed=0.0,
+            fault=None, path="<trace>", is_async=is_async,
+        )
+
+
+async def trace_body(
+    body: bytes,
+    *,
+    route: str,
+    routes: RouteTable | None = None,
+    fragmentation: str | Fragmentation = "single",
+    drop_reasoning: bool = False,
+) -> Outcome:
+    """Feed a raw provider body through a route's adapter, offline.
+
+    Every request the adapter makes is answered with ``body`` (status 200), cut
+    as ``fragmentation`` says; the adapter gets a placeholder key and base URL.
+    """
+    content_type = "application/x-ndjson" if route == "ollama" else "text/event-stream"
+    interaction = Interaction(
+        request=None, status=200, reason="OK", headers=[("content-type", content_type)], body=body,
+    )
+    adapter = (routes or RouteTable.load()).adapter(route, base_url=TRACE_BASE_URL, drop_reasoning=drop_reasoning)
+    handler = _AnswerEverything(interaction, Fragmentation.parse(fragmentation))
+    install(handler)
+    try:
+        options = GenerateOptions(model="trace", messages=[Message(role="user", content="trace")])
+        return await run_adapter(adapter, options)
+    finally:
+        uninstall(handler)

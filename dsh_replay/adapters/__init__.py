@@ -1,0 +1,66 @@
+"""The shipped provider adapters, one module per provider.
+
+============================  ==========================  ===================================
+route                         class                       wire format
+============================  ==========================  ===================================
+``openai``                    ``OpenAIChatAdapter``       Chat Completions SSE
+``openai-compatible``         ``OpenAICompatibleAdapter`` same, ``base_url`` required
+``deepseek``                  ``DeepSeekAdapter``         Chat Completions SSE + reasoning
+``openai-responses``          ``OpenAIResponsesAdapter``  Responses API SSE
+``anthropic``                 ``AnthropicAdapter``        Messages SSE
+``gemini``                    ``GeminiAdapter``           ``streamGenerateContent?alt=sse``
+``ollama``                    ``OllamaAdapter``           ``/api/chat`` NDJSON
+============================  ==========================  ===================================
+
+Modules are imported on first use so that ``import dsh_replay`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicAdapter
+    from .deepseek import DeepSeekAdapter
+    from .gemini import GeminiAdapter
+    from .ollama import OllamaAdapter
+    from .openai_chat import OpenAIChatAdapter, OpenAICompatibleAdapter
+    from .openai_responses import OpenAIResponsesAdapter
+
+#: route -> (module, class name, environment variable holding the key)
+BUILTIN_ROUTES: dict[str, tuple[str, str, str]] = {
+    "openai": ("openai_chat", "OpenAIChatAdapter", "OPENAI_API_KEY"),
+    "openai-compatible": ("openai_chat", "OpenAICompatibleAdapter", "OPENAI_COMPATIBLE_API_KEY"),
+    "deepseek": ("deepseek", "DeepSeekAdapter", "DEEPSEEK_API_KEY"),
+    "openai-responses": ("openai_responses", "OpenAIResponsesAdapter", "OPENAI_API_KEY"),
+    "anthropic": ("anthropic", "AnthropicAdapter", "ANTHROPIC_API_KEY"),
+    "gemini": ("gemini", "GeminiAdapter", "GEMINI_API_KEY"),
+    "ollama": ("ollama", "OllamaAdapter", "OLLAMA_API_KEY"),
+}
+
+__all__ = [
+    "BUILTIN_ROUTES",
+    "AnthropicAdapter",
+    "DeepSeekAdapter",
+    "GeminiAdapter",
+    "OllamaAdapter",
+    "OpenAIChatAdapter",
+    "OpenAICompatibleAdapter",
+    "OpenAIResponsesAdapter",
+    "adapter_class",
+]
+
+_BY_CLASS = {cls: module for module, cls, _ in BUILTIN_ROUTES.values()}
+
+
+def adapter_class(route: str) -> type[Any]:
+    """The adapter class of a built-in route (``KeyError`` if there is none)."""
+    module, name, _ = BUILTIN_ROUTES[route]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)  # type: ignore[no-any-return]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BY_CLASS:
+        return getattr(importlib.import_module(f"{__name__}.{_BY_CLASS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
