@@ -1,0 +1,207 @@
+"""SSE decoding speed: bytes -> events, fed in 4 KiB fragments (SPEC section 10).
+
+Every contender decodes the same bytes, cut the same way, in one process; each is
+timed five times (interleaved, so that drift in the machine hits all alike) and
+the median is reported:
+
+- ``dsh_replay`` - our ``SSEDecoder.feed`` per fragment, then ``flush``.
+- ``httpx-sse`` - what ``EventSource.iter_sse`` does with a response's bytes:
+  httpx's incremental ``TextDecoder``, then httpx-sse's ``SSELineDecoder`` and
+  ``SSEDecoder`` line by line. The HTTP machinery around them is left out, as it
+  is for us.
+- ``openai`` - the openai package's ``SSEDecoder.iter_bytes`` over the fragments.
+- ``bytes.split`` - no decoder at all: split on ``b"\\n\\n"``, carrying the
+  leftover between fragments. It builds no event, so it is the ceiling.
+
+The body is many OpenAI chat-completions streams back to back (role chunk, text
+deltas with some non-ASCII text, some tool calls streamed as argument fragments,
+the finish chunk, the ``include_usage`` chunk and ``data: [DONE]``).
+
+Run ``python benchmarks/bench_sse.py [--quick]``; ``run()`` returns the rows for
+``benchmarks/run.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+FRAGMENT = 4096
+RUNS = 5
+
+_WORDS = (
+    *("the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "on"),
+    *("stream", "adapter", "token", "chunk", "event", "provider", "replay", "golden"),
+    # Non-ASCII text, which OpenAI sends as raw UTF-8.
+    *("na\u00efve", "caf\u00e9", "\u6771\u4eac", "\U0001f600", "\u2014", "\u201cquoted\u201d"),
+)
+
+
+def build_body(target_bytes: int, seed: int = 7) -> bytes:
+    """Return about ``target_bytes`` of OpenAI chat-completions SSE traffic."""
+    rng = random.Random(seed)
+    parts: list[bytes] = []
+    size = 0
+    turn = 0
+    while size < target_bytes:
+        for payload in _one_completion(rng, turn):
+            line = b"data: " + payload + b"\n\n"
+            parts.append(line)
+            size += len(line)
+        turn += 1
+    return b"".join(parts)
+
+
+def _one_completion(rng: random.Random, turn: int) -> Iterator[bytes]:
+    head = {
+        "id": f"chatcmpl-{turn:08d}Qx7bR2kP9sLmT4vW",
+        "object": "chat.completion.chunk",
+        "created": 1_770_933_892 + turn,
+        "model": "gpt-4o-mini-2024-07-18",
+        "system_fingerprint": "fp_de604bd877",
+    }
+
+    def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return json.dumps(
+            {**head, "choices": [choice]}, ensure_ascii=False, separators=(",", ":")
+        ).encode()
+
+    yield chunk({"role": "assistant", "content": "", "refusal": None})
+    for _ in range(rng.randint(40, 400)):
+        yield chunk({"content": " " + rng.choice(_WORDS)})
+    calls = rng.choice((0, 0, 0, 1, 2))
+    for index in range(calls):
+        first = {
+            "index": index,
+            "id": f"call_{turn}_{index}abcdef",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": ""},
+        }
+        yield chunk({"tool_calls": [first]})
+        arguments = json.dumps({"city": "Tokyo", "unit": "celsius", "days": rng.randint(1, 9)})
+        for start in range(0, len(arguments), 7):
+            piece = {"index": index, "function": {"arguments": arguments[start : start + 7]}}
+            yield chunk({"tool_calls": [piece]})
+    yield chunk({}, "tool_calls" if calls else "stop")
+    usage = {"prompt_tokens": 57, "completion_tokens": 213, "total_tokens": 270}
+    yield json.dumps({**head, "choices": [], "usage": usage}, separators=(",", ":")).encode()
+    yield b"[DONE]"
+
+
+def fragments(body: bytes, size: int = FRAGMENT) -> list[bytes]:
+    return [body[i : i + size] for i in range(0, len(body), size)]
+
+
+def count_ours(frags: list[bytes]) -> int:
+    from dsh_replay._sse import SSEDecoder
+
+    decoder = SSEDecoder()
+    count = 0
+    for frag in frags:
+        count += len(decoder.feed(frag))
+    return count + len(decoder.flush())
+
+
+def count_httpx_sse(frags: list[bytes]) -> int:
+    from httpx._decoders import TextDecoder
+    from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+
+    # Mirrors httpx_sse._api: Response.iter_text() -> SSELineDecoder -> SSEDecoder.
+    text_decoder = TextDecoder(encoding="utf-8")
+    line_decoder = SSELineDecoder()
+    decoder = SSEDecoder()
+
+    def events(lines: list[str]) -> int:
+        return sum(decoder.decode(line.rstrip("\n")) is not None for line in lines)
+
+    count = 0
+    for frag in frags:
+        count += events(line_decoder.decode(text_decoder.decode(frag)))
+    text = text_decoder.flush()
+    if text:
+        count += events(line_decoder.decode(text))
+    return count + events(line_decoder.flush())
+
+
+def count_openai(frags: list[bytes]) -> int:
+    from openai._streaming import SSEDecoder
+
+    return sum(1 for _ in SSEDecoder().iter_bytes(iter(frags)))
+
+
+def count_split(frags: list[bytes]) -> int:
+    leftover = b""
+    count = 0
+    for frag in frags:
+        parts = (leftover + frag).split(b"\n\n")
+        leftover = parts.pop()
+        count += len(parts)
+    return count + (1 if leftover.strip() else 0)
+
+
+CONTENDERS: dict[str, Callable[[list[bytes]], int]] = {
+    "dsh_replay SSEDecoder": count_ours,
+    "httpx-sse": count_httpx_sse,
+    "openai SSEDecoder": count_openai,
+    "bytes.split (ceiling)": count_split,
+}
+
+
+def run(quick: bool = False) -> list[dict[str, object]]:
+    """Time every contender; return one row per contender, ours first."""
+    body = build_body(3_000_000 if quick else 30_000_000)
+    frags = fragments(body)
+    counts = {name: fn(frags) for name, fn in CONTENDERS.items()}  # also warms up
+    if len(set(counts.values())) != 1:
+        raise AssertionError(f"contenders disagree on the event count: {counts}")
+    events = counts["dsh_replay SSEDecoder"]
+    times: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+    for _ in range(RUNS):
+        for name, fn in CONTENDERS.items():
+            start = time.perf_counter()
+            fn(frags)
+            times[name].append(time.perf_counter() - start)
+    ours = events / statistics.median(times["dsh_replay SSEDecoder"])
+    rows: list[dict[str, object]] = []
+    for name, samples in times.items():
+        seconds = statistics.median(samples)
+        rate = events / seconds
+        rows.append(
+            {
+                "benchmark": "sse",
+                "name": name,
+                "events": events,
+                "bytes": len(body),
+                "fragment": FRAGMENT,
+                "median_s": seconds,
+                "events_per_s": rate,
+                "mb_per_s": len(body) / seconds / 1e6,
+                "ratio_vs_ours": rate / ours,
+                "ours_speedup": ours / rate,
+            }
+        )
+    return rows
+
+
+def render(rows: list[dict[str, object]]) -> str:
+    first = rows[0]
+    lines = [
+        f"SSE decoding: {first['bytes']:,} bytes, {first['events']:,} events, "
+        f"{first['fragment']} B fragments, median of {RUNS}",
+        f"{'decoder':<24}{'events/s':>14}{'MB/s':>9}{'vs ours':>9}{'ours is':>9}",
+    ]
+    for row in rows:
+        lines.append(
+            f"{row['name']!s:<24}{row['events_per_s']:>14,.0f}{row['mb_per_s']:>9.1f}"
+            f"{row['ratio_vs_ours']:>8.2f}x{row['ours_speedup']:>8.2f}x"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render(run(quick="--quick" in sys.argv[1:])))

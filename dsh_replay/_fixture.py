@@ -1,0 +1,218 @@
+"""The ``dsh_replay`` fixture: run an adapter inside this test's cassette.
+
+``await dsh_replay.stream(adapter, options)`` opens the test's cassette (once
+per test), runs the adapter while the validator checks every chunk as it
+arrives, compares the chunks with the golden (or writes it when recording or
+with ``--update-golden``) and returns them. The marker
+``@pytest.mark.dsh_replay(...)`` takes the same keyword arguments as
+:class:`MarkerOptions`, one-to-one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._adapter import LlmAdapter
+from ._chunks import StreamChunk
+from ._collect import Turn, collect
+from ._exceptions import CassetteError
+from ._golden import golden_path_for
+from ._intercept import Fragmentation
+from ._options import GenerateOptions
+from ._replay import judge_golden, run_adapter
+from ._report import Tally
+from ._settings import Settings
+from ._use_cassette import use_cassette
+
+__all__ = ["DshReplay", "MarkerOptions", "cassette_name"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarkerOptions:
+    """What ``@pytest.mark.dsh_replay(...)`` may set for one test."""
+
+    cassette: str | None = None
+    route: str | None = None
+    fragmentation: str | None = None
+    speed: float | None = None
+    allow_interleaving: bool = False
+    json_arguments: bool = True
+    golden: bool = True
+    allow_unplayed: bool = False
+    expect_error: bool = False
+
+    @classmethod
+    def from_marker(cls, marker: pytest.Mark | None, where: str) -> MarkerOptions:
+        if marker is None:
+            return cls()
+        valid = [f.name for f in dataclasses.fields(cls)]
+        if marker.args:
+            raise pytest.UsageError(
+                f"{where}: @pytest.mark.dsh_replay takes keyword arguments only ({', '.join(valid)}); "
+                f"got positional {marker.args!r}"
+            )
+        unknown = sorted(set(marker.kwargs) - set(valid))
+        if unknown:
+            raise pytest.UsageError(
+                f"{where}: unknown @pytest.mark.dsh_replay argument(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
+            )
+        options = cls(**marker.kwargs)
+        options.check(where)
+        return options
+
+    def check(self, where: str) -> None:
+        for name in ("allow_interleaving", "json_arguments", "golden", "allow_unplayed", "expect_error"):
+            if not isinstance(getattr(self, name), bool):
+                raise pytest.UsageError(f"{where}: dsh_replay marker argument {name} must be True or False")
+        for name in ("cassette", "route"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise pytest.UsageError(f"{where}: dsh_replay marker argument {name} must be a non-empty string")
+        if self.fragmentation is not None:
+            try:
+                Fragmentation.parse(self.fragmentation)
+            except CassetteError as exc:
+                raise pytest.UsageError(f"{where}: dsh_replay marker: {exc}") from None
+        if self.speed is not None and (not isinstance(self.speed, (int, float)) or self.speed < 0):
+            raise pytest.UsageError(f"{where}: dsh_replay marker argument speed must be a number >= 0")
+
+
+def cassette_name(node: pytest.Item) -> str:
+    """``Class.test_name[param]`` with characters unsafe in file names replaced, as pytest-recording does."""
+    cls = getattr(node, "cls", None)
+    name = f"{cls.__name__}.{node.name}" if cls is not None else node.name
+    for char in r"<>?%*:|\"'/\\":
+        name = name.replace(char, "-")
+    return name
+
+
+class DshReplay:
+    """The object the ``dsh_replay`` fixture gives a test."""
+
+    def __init__(self, item: pytest.Item, settings: Settings, tally: Tally) -> None:
+        self._item = item
+        self._settings = settings
+        self._tally = tally
+        self.options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
+        self.cassette_path = self._cassette_path()
+        self.golden_path = golden_path_for(self.cassette_path)
+        self.turn: Turn | None = None
+        self._context: use_cassette | None = None
+        self._calls = 0
+
+    def _cassette_path(self) -> Path:
+        module = Path(str(self._item.path))
+        folder = (self._settings.cassette_dir or module.parent / "cassettes") / module.stem
+        name = self.options.cassette or cassette_name(self._item)
+        path = Path(name) if Path(name).is_absolute() else folder / name
+        return path if path.suffix in (".yaml", ".yml") else path.with_name(path.name + ".yaml")
+
+    # -- running ---------------------------------------------------------------
+
+    def _open(self, adapter: LlmAdapter, options: GenerateOptions, route: str | None) -> Any:
+        settings = self._settings
+        self._context = use_cassette(
+            self.cassette_path,
+            settings.effective_mode,
+            route=route,
+            options=options,
+            fragmentation=self.options.fragmentation or settings.fragmentation,
+            speed=self.options.speed if self.options.speed is not None else settings.speed,
+        )
+        try:
+            session = self._context.__enter__()
+        except CassetteError as exc:
+            self._context = None
+            hint = " (CI is set, so nothing is recorded)" if settings.ci else ""
+            pytest.fail(f"{exc}{hint}", pytrace=False)
+        base_url = getattr(adapter, "base_url", None)
+        if isinstance(base_url, str):
+            session.cassette.metadata.setdefault("base_url", base_url)
+        if getattr(adapter, "drop_reasoning", False):
+            session.cassette.metadata.setdefault("adapter", {"drop_reasoning": True})
+        return session
+
+    async def stream(
+        self,
+        adapter: LlmAdapter,
+        options: GenerateOptions,
+        *,
+        expect_error: bool | None = None,
+        route: str | None = None,
+    ) -> list[StreamChunk]:
+        """Run ``adapter.stream(options)`` in this test's cassette; check, compare, return the chunks."""
+        route = route or self.options.route or getattr(adapter, "route", None)
+        session = self._context.session if self._context is not None else self._open(adapter, options, route)
+        assert session is not None
+        self._calls += 1
+        recorded_before = session.recorded
+        expect = self.options.expect_error if expect_error is None else expect_error
+        outcome = await run_adapter(
+            adapter,
+            options,
+            allow_interleaving=self.options.allow_interleaving,
+            json_arguments=self.options.json_arguments,
+            capture=Exception if expect else (),
+        )
+        recorded = session.recorded > recorded_before
+        if outcome.violations:
+            listing = "\n".join(f"  {v.rule} at chunk {v.position}: {v.message}" for v in outcome.violations)
+            pytest.fail(f"the adapter's chunks break the StreamChunk rules:\n{listing}", pytrace=False)
+        if expect and outcome.raised is None:
+            pytest.fail("the test expects the adapter to raise, but it finished normally", pytrace=False)
+        if recorded:
+            try:
+                session.cassette.check_secrets()
+            except CassetteError as exc:
+                pytest.fail(str(exc), pytrace=False)
+        self.turn = collect(outcome.chunks)
+        if self.options.golden:
+            self._judge(outcome.golden_bytes(), recorded)
+        return outcome.chunks
+
+    def _judge(self, actual: bytes, recorded: bool) -> None:
+        golden = golden_path_for(self.cassette_path, self._calls)
+        self._tally.use(self.cassette_path, golden)
+        status, problem = judge_golden(
+            self.cassette_path, actual, update=self._settings.update_golden or recorded, call=self._calls
+        )
+        self._tally.counts[f"goldens_{status}"] += 1
+        if problem:
+            pytest.fail(problem, pytrace=False)
+
+    def run(self, adapter: LlmAdapter, options: GenerateOptions, **kwargs: Any) -> list[StreamChunk]:
+        """The synchronous twin of :meth:`stream`, for tests that are not async."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.stream(adapter, options, **kwargs))
+        raise RuntimeError("dsh_replay.run() was called inside a running event loop; use `await dsh_replay.stream(...)`")
+
+    # -- tear-down -----------------------------------------------------------------
+
+    def close(self) -> None:
+        """Write the cassette if it recorded; fail on interactions left unplayed."""
+        context, self._context = self._context, None
+        if context is None or context.session is None:
+            return
+        session = context.session
+        context.__exit__(None, None, None)
+        self._tally.use(self.cassette_path)
+        self._tally.counts["secrets_scrubbed"] += session.scrubbed
+        if session.wrote:
+            self._tally.counts["cassettes_recorded"] += 1
+        if session.played:
+            self._tally.counts["cassettes_replayed"] += 1
+        if session.unplayed and not self.options.allow_unplayed:
+            pytest.fail(
+                f"cassette {self.cassette_path}: {len(session.unplayed)} recorded interaction(s) were not played "
+                "— the adapter made fewer calls than were recorded. Re-record, or mark the test "
+                "@pytest.mark.dsh_replay(allow_unplayed=True).",
+                pytrace=False,
+            )

@@ -1,0 +1,122 @@
+"""The plugin's options, resolved once per run into typed values.
+
+Every option has an ini twin; the command line wins. A bad value is a
+``pytest.UsageError`` that lists the valid ones.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ._cassette import RecordMode
+from ._exceptions import CassetteError
+from ._intercept import Fragmentation
+
+__all__ = ["Settings", "add_options"]
+
+RECORDING_MODES = (RecordMode.NEW_EPISODES, RecordMode.ALL, RecordMode.REWRITE)
+
+
+def add_options(parser: pytest.Parser, *, with_record_mode: bool) -> None:
+    group = parser.getgroup("dsh_replay", "dsh-replay: record and replay LLM provider streams")
+    if with_record_mode:
+        # pytest-recording defines the same option; when it is active we read its value
+        group.addoption(
+            "--record-mode",
+            action="store",
+            default=None,
+            choices=[mode.value for mode in RecordMode],
+            help="record mode for cassettes: none (default: replay only), once, new_episodes, all, rewrite",
+        )
+    group.addoption(
+        "--update-golden", action="store_true", default=False,
+        help="write missing and differing golden chunk files; report unused ones",
+    )
+    group.addoption(
+        "--replay-fragmentation", action="store", default=None, metavar="HOW",
+        help="how replayed bodies are cut: recorded (default), single, bytes, random[:SEED]",
+    )
+    group.addoption(
+        "--replay-speed", action="store", default=None, metavar="FACTOR",
+        help="0 (default) replays instantly, 1 at the recorded pace, 2 twice as slow",
+    )
+    parser.addini("dsh_replay_record_mode", "default record mode (none, once, new_episodes, all, rewrite)", default="none")
+    parser.addini("dsh_replay_fragmentation", "default replay fragmentation", default="recorded")
+    parser.addini("dsh_replay_speed", "default replay speed factor", default="0")
+    parser.addini(
+        "dsh_replay_cassette_dir",
+        "folder of cassettes, relative to the rootdir (default: a cassettes/ folder next to each test module; "
+        "for collection: cassettes)",
+        default="",
+    )
+    parser.addini("dsh_replay_collect", "turn every cassette with dsh_replay metadata into a test", type="bool", default=False)
+    parser.addini("dsh_replay_plugins", "a plugin YAML (cordis.yml shape) registering extra routes", default="")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    record_mode: RecordMode
+    update_golden: bool
+    fragmentation: Fragmentation
+    speed: float
+    cassette_dir: Path | None
+    collect: bool
+    plugins: Path | None
+    ci: bool
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        def pick(option: str, ini: str) -> str:
+            value = config.getoption(option, default=None)
+            return str(value) if value is not None else str(config.getini(ini))
+
+        try:
+            record_mode = RecordMode.parse(pick("record_mode", "dsh_replay_record_mode"))
+            fragmentation = Fragmentation.parse(pick("replay_fragmentation", "dsh_replay_fragmentation"))
+        except CassetteError as exc:
+            raise pytest.UsageError(f"dsh-replay: {exc}") from None
+        speed_text = pick("replay_speed", "dsh_replay_speed")
+        try:
+            speed = float(speed_text)
+            if speed < 0:
+                raise ValueError
+        except ValueError:
+            raise pytest.UsageError(
+                f"dsh-replay: --replay-speed must be a number >= 0 (0 instant, 1 recorded pace); got {speed_text!r}"
+            ) from None
+        root = config.rootpath
+        cassette_dir = str(config.getini("dsh_replay_cassette_dir")).strip()
+        plugins = str(config.getini("dsh_replay_plugins")).strip()
+        settings = cls(
+            record_mode=record_mode,
+            update_golden=bool(config.getoption("update_golden", default=False)),
+            fragmentation=fragmentation,
+            speed=speed,
+            cassette_dir=(root / cassette_dir) if cassette_dir else None,
+            collect=bool(config.getini("dsh_replay_collect")),
+            plugins=(root / plugins) if plugins else None,
+            ci=bool(os.environ.get("CI")),
+        )
+        settings.refuse_in_ci()
+        return settings
+
+    def refuse_in_ci(self) -> None:
+        if not self.ci:
+            return
+        if self.record_mode in RECORDING_MODES or self.update_golden:
+            what = "--update-golden" if self.update_golden else f"--record-mode={self.record_mode.value}"
+            raise pytest.UsageError(
+                f"dsh-replay: {what} is refused because CI is set: CI only replays committed cassettes "
+                "and goldens. Record and update locally, review the diff, and commit."
+            )
+
+    @property
+    def effective_mode(self) -> RecordMode:
+        """In CI, ``once`` never records: a missing cassette fails as in ``none``."""
+        if self.ci and self.record_mode is RecordMode.ONCE:
+            return RecordMode.NONE
+        return self.record_mode

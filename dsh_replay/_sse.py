@@ -1,0 +1,295 @@
+"""Sans-I/O decoder for ``text/event-stream`` bodies.
+
+Theory of operation
+===================
+
+The parsing rules are those of the WHATWG HTML standard, "Server-sent events",
+section "Parsing an event stream" (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation).
+The decoder takes bytes as they arrive, in fragments of any size, and returns the
+events that those bytes complete; nothing here knows about sockets, HTTP or
+event loops, so the same code serves live streams, cassette replay and tests.
+
+Almost every byte an LLM provider sends is ``data: {json}\\n\\n``: one field line,
+then a blank line. The decoder is built so that this case costs little more than
+finding the blank lines, and everything else still follows the standard exactly:
+
+1. **Line ends are normalised to LF on the way in.** The standard accepts CRLF, LF
+   and a lone CR, and a carriage return can never be part of a value, so
+   rewriting ``\\r\\n`` and ``\\r`` to ``\\n`` changes no meaning. The one trap is a
+   fragment that ends in CR: the LF that may open the next fragment belongs to the
+   same line end, so we remember the CR and drop that LF. After this step every
+   event boundary is the two bytes ``\\n\\n``.
+2. **Bytes are buffered until a boundary.** A fragment with no ``\\n\\n`` (and none
+   straddling the previous fragment) is only appended to a list, so a large event
+   arriving in many small pieces is joined once, not once per piece.
+3. **Only complete lines are decoded.** A multi-byte character can be split at a
+   fragment edge but never across a line end, so decoding the bytes up to the
+   last boundary cannot break one. Invalid UTF-8 raises
+   :class:`~dsh_replay.MalformedStreamError` with the offending line in ``raw``;
+   the stream cannot be trusted after that.
+4. **Common shapes take short paths.** When every block before the last boundary
+   is one ``data: `` line (OpenAI chat and the APIs copying it), a single split on
+   ``\\n\\ndata: `` yields every payload, and counting LFs proves that nothing
+   else was there; each payload is decoded on its own so ASCII ones stay compact
+   strings. ``data:`` and ``event: X\\ndata: Y`` blocks (Anthropic, OpenAI
+   Responses) are built inline in :meth:`SSEDecoder._blocks`. Any other block
+   (several data lines, ``id:``/``retry:``, comments, unknown fields) runs the
+   field-by-field rules of the standard in :meth:`SSEDecoder._block`.
+5. **End of body is explicit.** :meth:`SSEDecoder.flush` treats the end of the
+   body as a final blank line, because some recorded bodies (Anthropic's among
+   them) stop without one, and sets :attr:`SSEDecoder.truncated` when the body
+   did not end on an event boundary so that an adapter can call the stream cut.
+
+Per the standard: a leading UTF-8 BOM is dropped once; lines starting with ``:``
+are comments; one space after the colon is removed; ``data`` lines are joined
+with ``\\n``; a block with no ``data`` line dispatches nothing; an ``id`` holding
+NUL is ignored and the last id sticks to every later event; ``retry`` counts only
+when it is all ASCII digits; a line without a colon is a field with an empty value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+from ._exceptions import MalformedStreamError
+
+__all__ = ["SSEDecoder", "SSEEvent"]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SSEEvent:
+    """One dispatched server-sent event.
+
+    ``id`` is the stream's last event id when the event was dispatched (``None``
+    if the stream never set one); ``retry`` is the reconnection time, in
+    milliseconds, given inside this event's own block, if any.
+    """
+
+    event: str = "message"
+    data: str = ""
+    id: str | None = None
+    retry: int | None = None
+
+
+def _slot_setter(name: str) -> Callable[[SSEEvent, object], None]:
+    return cast("Callable[[SSEEvent, object], None]", SSEEvent.__dict__[name].__set__)
+
+
+# Building events is the largest single cost of decoding a typical stream, and the
+# generated __init__ of a frozen dataclass (object.__setattr__ per field) takes
+# more than twice as long as filling the slots through their descriptors. The hot
+# paths do the latter; the result is the same immutable, comparable value.
+_new = object.__new__
+_set_event = _slot_setter("event")
+_set_data = _slot_setter("data")
+_set_id = _slot_setter("id")
+_set_retry = _slot_setter("retry")
+
+
+class SSEDecoder:
+    """Incremental ``text/event-stream`` decoder: ``feed`` bytes, then ``flush``.
+
+    ``last_event_id`` and ``retry`` hold the stream state the standard asks a
+    client to keep (for a reconnection); ``truncated`` is set by :meth:`flush`.
+    """
+
+    __slots__ = ("_after_cr", "_head", "_tail", "last_event_id", "retry", "truncated")
+
+    def __init__(self) -> None:
+        self.last_event_id: str | None = None
+        self.retry: int | None = None
+        self.truncated = False
+        # LF-normalised bytes after the last event boundary, not yet decoded.
+        self._tail: list[bytes] = []
+        # The first bytes of the body while we cannot yet tell whether they are a
+        # BOM (fewer than three seen); None once that is settled.
+        self._head: bytes | None = b""
+        self._after_cr = False
+
+    def feed(self, data: bytes) -> list[SSEEvent]:
+        """Decode one fragment of the body; return the events it completes."""
+        if self._head is not None:
+            data = self._strip_bom(data)
+        if not data:
+            return []
+        if self._after_cr:
+            self._after_cr = False
+            if data[0] == 0x0A:
+                data = data[1:]
+                if not data:
+                    return []
+        if b"\r" in data:
+            self._after_cr = data[-1] == 0x0D
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        tail = self._tail
+        if tail:
+            if b"\n\n" not in data and not (data[0] == 0x0A and tail[-1][-1] == 0x0A):
+                tail.append(data)
+                return []
+            tail.append(data)
+            data = b"".join(tail)
+            tail.clear()
+        cut = data.rfind(b"\n\n")
+        if cut < 0:
+            tail.append(data)
+            return []
+        if cut + 2 < len(data):
+            tail.append(data[cut + 2 :])
+        return self._events(data, cut)
+
+    def flush(self) -> list[SSEEvent]:
+        """End the body: dispatch what is pending as if a blank line followed.
+
+        Sets :attr:`truncated` to ``True`` when the body stopped inside a line or
+        after field lines with no blank line to end their event (a trailing
+        comment line does not count). The decoder can then be fed another body;
+        ``last_event_id`` and ``retry`` carry over, as on a reconnection.
+        """
+        events: list[SSEEvent] = []
+        if self._head:
+            # Fewer than three bytes, all a prefix of the BOM: they are content.
+            pending, self._head = self._head, None
+            events = self.feed(pending)
+        raw = b"".join(self._tail)
+        self._tail.clear()
+        self._head = b""
+        self._after_cr = False
+        text = self._decode(raw)
+        # The last LF ends the last line; it is not a blank line of its own.
+        cut_line = not text.endswith("\n") and bool(text)
+        waiting = self._block(text if cut_line else text[:-1], events)
+        self.truncated = cut_line or waiting
+        return events
+
+    def _strip_bom(self, data: bytes) -> bytes:
+        head = cast("bytes", self._head) + data
+        if len(head) < len(_BOM) and _BOM.startswith(head):
+            self._head = head
+            return b""
+        self._head = None
+        return head[len(_BOM) :] if head.startswith(_BOM) else head
+
+    def _events(self, data: bytes, end: int) -> list[SSEEvent]:
+        """Decode ``data[:end]``: whole event blocks joined by ``\\n\\n``."""
+        if data.startswith(b"data: "):
+            values = data[6:end].split(b"\n\ndata: ")
+            # Each separator holds two LFs. If they are all the LFs there are,
+            # every block is one "data: " line and ``values`` are the payloads.
+            if data.count(b"\n", 0, end) == 2 * len(values) - 2:
+                try:
+                    texts = list(map(bytes.decode, values))
+                except UnicodeDecodeError:
+                    pass  # The general path finds the bad line for the error.
+                else:
+                    return _messages(texts, self.last_event_id)
+        return self._blocks(self._decode(data[:end]))
+
+    def _blocks(self, text: str) -> list[SSEEvent]:
+        """Decode event blocks of any shape.
+
+        ``data: Y`` and ``event: X\\ndata: Y`` (Anthropic's and OpenAI Responses'
+        shape) are built inline, as this runs once per event; anything else goes
+        through :meth:`_block`.
+        """
+        out: list[SSEEvent] = []
+        append = out.append
+        last_id = self.last_event_id
+        for block in text.split("\n\n"):
+            first, newline, line = block.partition("\n")
+            if not newline:
+                event_type, line = "message", first
+            elif first.startswith("event:") and "\n" not in line:
+                event_type = first[7:] if first.startswith("event: ") else first[6:]
+                event_type = event_type or "message"
+            else:
+                line = ""  # any other shape: left to _block below
+            if not line.startswith("data:"):
+                self._block(block, out)
+                last_id = self.last_event_id
+                continue
+            event = _new(SSEEvent)
+            _set_event(event, event_type)
+            _set_data(event, line[6:] if line.startswith("data: ") else line[5:])
+            _set_id(event, last_id)
+            _set_retry(event, None)
+            append(event)
+        return out
+
+    def _block(self, block: str, out: list[SSEEvent]) -> bool:
+        """Run the standard's line rules over ``block``'s lines plus one blank line.
+
+        Returns whether field lines were waiting for a blank line at the end of
+        ``block`` (what :meth:`flush` reports as truncation).
+        """
+        data: list[str] = []
+        event_type = ""
+        retry: int | None = None
+        waiting = False
+        for line in block.split("\n"):
+            if not line:
+                if data:
+                    out.append(self._dispatch(event_type, data, retry))
+                data, event_type, retry, waiting = [], "", None, False
+                continue
+            if line[0] == ":":
+                continue
+            waiting = True
+            name, colon, value = line.partition(":")
+            if colon and value.startswith(" "):
+                value = value[1:]
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event_type = value
+            elif name == "id":
+                if "\x00" not in value:
+                    self.last_event_id = value
+            elif name == "retry" and value.isascii() and value.isdigit():
+                retry = self.retry = int(value)
+        if data:
+            out.append(self._dispatch(event_type, data, retry))
+        return waiting
+
+    def _dispatch(self, event_type: str, data: list[str], retry: int | None) -> SSEEvent:
+        return _event(event_type or "message", "\n".join(data), self.last_event_id, retry)
+
+    @staticmethod
+    def _decode(raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            start = raw.rfind(b"\n", 0, exc.start) + 1
+            end = raw.find(b"\n", exc.end)
+            line = raw[start : end if end >= 0 else len(raw)]
+            raise MalformedStreamError(
+                f"SSE stream is not valid UTF-8 ({exc.reason} at byte {exc.start - start}"
+                " of the line kept in .raw); the provider or the recording is corrupt",
+                raw=line,
+            ) from None
+
+
+def _event(event_type: str, data: str, last_id: str | None, retry: int | None) -> SSEEvent:
+    event = _new(SSEEvent)
+    _set_event(event, event_type)
+    _set_data(event, data)
+    _set_id(event, last_id)
+    _set_retry(event, retry)
+    return event
+
+
+def _messages(texts: list[str], last_id: str | None) -> list[SSEEvent]:
+    """Build one default-type event per payload: the hot path of the decoder."""
+    out: list[SSEEvent] = []
+    append = out.append
+    for text in texts:
+        event = _new(SSEEvent)
+        _set_event(event, "message")
+        _set_data(event, text)
+        _set_id(event, last_id)
+        _set_retry(event, None)
+        append(event)
+    return out

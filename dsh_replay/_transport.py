@@ -1,0 +1,555 @@
+"""The streaming HTTP transport shared by every adapter.
+
+An adapter builds a :class:`StreamRequest`, picks a sans-I/O decoder (SSE or
+NDJSON) and iterates :func:`stream_events`; it never touches httpx errors,
+status codes or retries itself::
+
+    request = StreamRequest(route="anthropic", url=f"{base}/v1/messages",
+                            headers={"x-api-key": key}, json=body)
+    async with contextlib.aclosing(stream_events(client, request, SSEDecoder())) as events:
+        async for event in events:
+            ...translate the event into StreamChunks...
+
+Theory of operation
+-------------------
+1. **Open** (``_open``): send the request with ``stream=True``. A connect error,
+   a 429 or a transient 5xx/529 is retried up to ``RetryPolicy.max_retries``
+   times, sleeping with exponential backoff and full jitter, or for the
+   provider's ``Retry-After`` when it gave one. Anything else non-2xx is read,
+   parsed and raised at once as the matching :class:`ProviderError` subclass.
+   Retrying stops here: once the body of a 2xx response is being read, nothing
+   is ever retried, because events may already have reached the caller and a
+   second generation would not be the same one.
+2. **Stream** (``_events``): every piece read from the socket is fed to the
+   decoder as soon as it arrives and the decoded events are yielded one by
+   one. A read timeout becomes :class:`StreamTimeoutError`; a reset, a
+   truncated chunked body or any other transport failure becomes
+   :class:`StreamInterruptedError` - in both cases after the events already
+   yielded. At the end of the body the decoder is flushed.
+3. **Close**: the response (and the client, when the transport created it) is
+   closed in ``finally`` blocks, so a consumer that stops iterating and closes
+   the generator also closes the connection.
+
+Whether the body ended *before* the provider's terminal event is not known
+here; the adapter knows its provider's terminal event and raises
+:class:`StreamInterruptedError` itself.
+
+Provider errors come in many shapes (see :func:`error_from_payload`); one
+function maps all of them, used both for error statuses and for error events
+inside a 200 stream, so the same provider code always gives the same class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import random
+import re
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Protocol, TypeVar
+
+import httpx
+
+from ._exceptions import (
+    AuthenticationError,
+    ConfigError,
+    InvalidRequestError,
+    MalformedStreamError,
+    OverloadedError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+    StreamInterruptedError,
+    StreamTimeoutError,
+)
+
+__all__ = [
+    "REQUEST_ID_HEADERS",
+    "Decoder",
+    "RetryPolicy",
+    "StreamRequest",
+    "error_from_payload",
+    "error_from_response",
+    "parse_retry_after",
+    "stream_events",
+]
+
+EventT = TypeVar("EventT")
+_EventT_co = TypeVar("_EventT_co", covariant=True)
+
+#: Response headers that carry the provider's request id, most common first
+#: (OpenAI and compatibles, Anthropic, Google, AWS, Azure).
+REQUEST_ID_HEADERS: tuple[str, ...] = (
+    "x-request-id",
+    "request-id",
+    "x-goog-request-id",
+    "x-amzn-requestid",
+    "apim-request-id",
+    "x-ms-request-id",
+)
+
+# Query parameters that would put a credential in the URL, where proxies and
+# access logs keep it. Gemini accepts ``?key=`` but takes the header just as well.
+_CREDENTIAL_PARAMS = frozenset({"key", "api_key", "apikey", "access_token"})
+
+# Error codes, types and Google RPC statuses (lower-cased) by the class they mean.
+_CLASS_BY_CODE: dict[str, type[ProviderError]] = {
+    code: cls
+    for cls, codes in (
+        (OverloadedError, "overloaded_error overloaded"),
+        (
+            RateLimitError,
+            "rate_limit_error rate_limit_exceeded resource_exhausted insufficient_quota",
+        ),
+        (
+            AuthenticationError,
+            "authentication_error permission_error invalid_api_key unauthenticated"
+            " permission_denied unauthorized",
+        ),
+        (
+            InvalidRequestError,
+            "invalid_request_error not_found_error request_too_large invalid_argument"
+            " failed_precondition out_of_range not_found context_length_exceeded model_not_found",
+        ),
+        (
+            ServerError,
+            "api_error server_error internal internal_error unavailable deadline_exceeded",
+        ),
+    )
+    for code in codes.split()
+}
+
+# Quota exhaustion arrives as a 429 but waiting will not refill it.
+_NOT_RETRYABLE_CODES = frozenset({"insufficient_quota"})
+
+_HINTS: dict[type[ProviderError], str] = {
+    AuthenticationError: "check the API key given to the adapter",
+}
+
+
+class Decoder(Protocol[_EventT_co]):
+    """A sans-I/O body decoder: ``SSEDecoder``, ``NDJSONDecoder`` or any look-alike."""
+
+    def feed(self, data: bytes) -> Iterable[_EventT_co]: ...
+
+    def flush(self) -> Iterable[_EventT_co]: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How often and how long to wait before re-sending a failed request.
+
+    Only failures before the first body byte are retried: connect errors, 429,
+    and 5xx/529 except 501 and 505 (which will not change on a second try).
+    """
+
+    max_retries: int = 2
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0 or self.base_delay < 0 or self.max_delay < 0:
+            raise ConfigError(f"RetryPolicy values must not be negative: {self}")
+
+    def delay(
+        self, attempt: int, retry_after: float | None = None, *, jitter: float | None = None
+    ) -> float | None:
+        """Seconds to sleep before retry number *attempt* (0-based), or ``None`` to give up.
+
+        The provider's ``Retry-After`` wins when given. If it asks for longer
+        than ``max_delay`` we give up rather than retry early into another 429:
+        the raised :class:`RateLimitError` carries ``retry_after`` for the caller.
+        Otherwise "full jitter": a uniform draw in ``[0, min(max_delay,
+        base_delay * 2**attempt)]``, which spreads out clients that failed together.
+        """
+        if attempt >= self.max_retries:
+            return None
+        if retry_after is not None:
+            return retry_after if retry_after <= self.max_delay else None
+        ceiling = min(self.max_delay, self.base_delay * 2.0**attempt)
+        return ceiling * (random.random() if jitter is None else jitter)
+
+
+DEFAULT_RETRY = RetryPolicy()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamRequest:
+    """What to send. Credentials belong in ``headers``; a URL carrying one is refused."""
+
+    route: str
+    url: str
+    headers: Mapping[str, str]
+    json: object | None = None
+    method: str = "POST"
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value: delta-seconds or an HTTP date.
+
+    Returns ``None`` when absent or unparsable, and never less than 0 (a date in
+    the past means "now"). *now* defaults to the current UTC time.
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT
+        when = when.replace(tzinfo=timezone.utc)
+    current = now or datetime.now(timezone.utc)
+    return max(0.0, (when - current).total_seconds())
+
+
+def _retry_after_from_headers(headers: httpx.Headers) -> float | None:
+    # OpenAI also sends the millisecond variant, which is more precise.
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(millis) / 1000)
+    return parse_retry_after(headers.get("retry-after"))
+
+
+def _request_id(headers: httpx.Headers) -> str | None:
+    return next((headers[name] for name in REQUEST_ID_HEADERS if name in headers), None)
+
+
+@dataclass(frozen=True, slots=True)
+class _ErrorFacts:
+    message: str
+    codes: tuple[str, ...]  # provider code/type/status strings, most specific first
+    numeric: int | None  # an HTTP-like status found inside the payload
+    request_id: str | None
+    retry_after: float | None
+
+
+def _facts(payload: object) -> _ErrorFacts:
+    """Pull message, codes and hints out of any provider's error payload."""
+    if isinstance(payload, list) and len(payload) == 1:  # Gemini sometimes wraps it
+        payload = payload[0]
+    if not isinstance(payload, dict):
+        text = payload if isinstance(payload, str) else json.dumps(payload, default=str)
+        return _ErrorFacts(text.strip() or "(empty error body)", (), None, None, None)
+    inner = payload.get("error", payload)
+    if isinstance(inner, str):  # Ollama: {"error": "model not found"}
+        return _ErrorFacts(inner, (), None, _str(payload.get("request_id")), None)
+    if not isinstance(inner, dict):
+        inner = payload
+    message = (
+        _str(inner.get("message")) or _str(inner.get("detail")) or json.dumps(payload, default=str)
+    )
+    codes = tuple(
+        code
+        for code in (_str(inner.get("code")), _str(inner.get("type")), _str(inner.get("status")))
+        if code
+    )
+    numeric = next(
+        (
+            n
+            for n in (inner.get("code"), inner.get("status"), inner.get("status_code"))
+            if isinstance(n, int) and 100 <= n <= 599
+        ),
+        None,
+    )
+    request_id = _str(payload.get("request_id")) or _str(inner.get("request_id"))
+    return _ErrorFacts(message, codes, numeric, request_id, _gemini_retry_delay(inner))
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _gemini_retry_delay(error: Mapping[str, object]) -> float | None:
+    # google.rpc.RetryInfo in "details": {"retryDelay": "3s"} (a Duration in seconds).
+    details = error.get("details")
+    for detail in details if isinstance(details, list) else ():
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        if isinstance(delay, str) and (match := re.fullmatch(r"(\d+(?:\.\d+)?)s", delay)):
+            return float(match.group(1))
+    return None
+
+
+def _class_for_status(status: int) -> type[ProviderError] | None:
+    if status in (401, 403):
+        return AuthenticationError
+    if status == 429:
+        return RateLimitError
+    if status == 529:
+        return OverloadedError
+    if status in (400, 404, 409, 413, 422):
+        return InvalidRequestError
+    if 500 <= status <= 599:
+        return ServerError
+    return None
+
+
+def _class_for_codes(codes: Iterable[str]) -> type[ProviderError] | None:
+    # The most specific code that means something decides: OpenAI's
+    # {"type": "invalid_request_error", "code": "invalid_api_key"} is an auth error.
+    return next((_CLASS_BY_CODE[c.lower()] for c in codes if c.lower() in _CLASS_BY_CODE), None)
+
+
+def error_from_payload(
+    payload: object,
+    *,
+    route: str,
+    status: int | None = None,
+    request_id: str | None = None,
+    retry_after: float | None = None,
+) -> ProviderError:
+    """The :class:`ProviderError` subclass an error payload stands for.
+
+    Understands the shapes providers use, in an HTTP error body or as an event
+    inside a 200 stream: OpenAI ``{"error": {"message", "type", "code"}}`` (also
+    Responses' flat ``{"type": "error", "code", "message"}``), Anthropic
+    ``{"type": "error", "error": {"type", "message"}}``, Gemini ``{"error":
+    {"code", "message", "status"}}`` (possibly inside a one-element list), Ollama
+    ``{"error": "message"}``, and plain text.
+
+    *status*, when given, decides the class (401 → authentication, 429 → rate
+    limit ...); the provider's code only refines it (a 5xx whose code says
+    "overloaded" is an :class:`OverloadedError`). Without a status the code
+    decides, then any status number found in the payload; otherwise the result
+    is a plain :class:`ProviderError`. The message is the provider's own.
+    """
+    facts = _facts(payload)
+    by_code = _class_for_codes(facts.codes)
+    by_status = _class_for_status(status) if status is not None else None
+    if by_status is None:
+        cls = (
+            by_code
+            or (_class_for_status(facts.numeric) if facts.numeric else None)
+            or ProviderError
+        )
+    elif by_status is ServerError and by_code is OverloadedError:
+        cls = OverloadedError
+    else:
+        cls = by_status
+    message = facts.message
+    if hint := _HINTS.get(cls):
+        message = f"{message}; {hint}"
+    code = facts.codes[0] if facts.codes else None
+    request_id = request_id or facts.request_id
+    if cls is RateLimitError:
+        wait = retry_after if retry_after is not None else facts.retry_after
+        return RateLimitError(
+            message,
+            retry_after=wait,
+            route=route,
+            status=status,
+            provider_code=code,
+            request_id=request_id,
+        )
+    return cls(message, route=route, status=status, provider_code=code, request_id=request_id)
+
+
+def error_from_response(
+    status: int, headers: httpx.Headers, body: bytes, *, route: str, reason: str = ""
+) -> ProviderError:
+    """The :class:`ProviderError` for a non-2xx response whose body has been read."""
+    text = body.decode("utf-8", "replace")
+    try:
+        payload: object = json.loads(text)
+    except ValueError:
+        # An HTML page from a proxy or a bare string: keep it short but keep it.
+        payload = text.strip()[:500] or f"HTTP {status} {reason}".strip()
+    return error_from_payload(
+        payload,
+        route=route,
+        status=status,
+        request_id=_request_id(headers),
+        retry_after=_retry_after_from_headers(headers),
+    )
+
+
+def _retryable(error: ProviderError) -> bool:
+    if error.provider_code and error.provider_code.lower() in _NOT_RETRYABLE_CODES:
+        return False
+    status = error.status
+    return status is not None and (status == 429 or (status >= 500 and status not in (501, 505)))
+
+
+def _refuse_credentials_in_url(request: StreamRequest) -> httpx.URL:
+    url = httpx.URL(request.url)
+    leaked = sorted(name for name in url.params if name.lower() in _CREDENTIAL_PARAMS)
+    if leaked or url.password:
+        where = f"query parameter(s) {', '.join(leaked)}" if leaked else "user:password"
+        raise ConfigError(
+            f"route {request.route!r}: the request URL carries a credential in its {where}; "
+            "send credentials in a header (e.g. Authorization, x-api-key, x-goog-api-key)"
+        )
+    return url
+
+
+async def _open(
+    client: httpx.AsyncClient,
+    request: StreamRequest,
+    url: httpx.URL,
+    retry: RetryPolicy,
+    timeout: httpx.Timeout,
+    sleep: Callable[[float], Awaitable[object]],
+) -> httpx.Response:
+    """Send *request* until a 2xx response arrives (returned unread) or give up."""
+    for attempt in itertools.count():
+        outcome = await _send_once(client, request, url, timeout)
+        if isinstance(outcome, httpx.Response):
+            return outcome
+        error, retry_after = outcome
+        pause = retry.delay(attempt, retry_after)
+        if pause is None:
+            raise error
+        await sleep(pause)
+    raise AssertionError("unreachable")  # pragma: no cover - itertools.count() is endless
+
+
+async def _send_once(
+    client: httpx.AsyncClient, request: StreamRequest, url: httpx.URL, timeout: httpx.Timeout
+) -> httpx.Response | tuple[ProviderError, float | None]:
+    """One attempt: a 2xx response (unread), a retryable error with its Retry-After, or raise."""
+    built = client.build_request(
+        request.method, url, headers=dict(request.headers), json=request.json, timeout=timeout
+    )
+    try:
+        response = await client.send(built, stream=True)
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        # Nothing reached the provider, so sending again is always safe.
+        origin = f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
+        error = ProviderError(
+            f"could not connect to {origin}: {_describe(exc)}; check base_url",
+            route=request.route,
+        )
+        error.__cause__ = exc
+        return error, None
+    except httpx.TimeoutException as exc:
+        raise StreamTimeoutError(
+            f"no response within {timeout.read}s", route=request.route
+        ) from exc
+    except httpx.TransportError as exc:
+        raise StreamInterruptedError(
+            f"the connection failed before the response: {_describe(exc)}",
+            route=request.route,
+        ) from exc
+    if response.is_success:
+        return response
+    error = await _read_error(response, request.route)
+    if not _retryable(error):
+        raise error
+    return error, _retry_after_from_headers(response.headers)
+
+
+async def _read_error(response: httpx.Response, route: str) -> ProviderError:
+    try:
+        body = await response.aread()
+    except httpx.HTTPError:
+        body = b""  # the status alone still says what happened
+    finally:
+        await response.aclose()
+    return error_from_response(
+        response.status_code, response.headers, body, route=route, reason=response.reason_phrase
+    )
+
+
+async def _events(
+    response: httpx.Response, decoder: Decoder[EventT], route: str, read_timeout: float
+) -> AsyncGenerator[EventT, None]:
+    """Decode the body piece by piece; map transport failures to stream errors."""
+    pieces = response.aiter_bytes()
+    try:
+        while True:
+            # Only the read is guarded: an exception the consumer throws in at
+            # ``yield`` must pass through untouched.
+            try:
+                data = await anext(pieces)
+            except StopAsyncIteration:
+                break
+            except httpx.TimeoutException as exc:
+                raise StreamTimeoutError(
+                    f"the stream sent nothing for {read_timeout}s", route=route
+                ) from exc
+            except httpx.TransportError as exc:
+                raise StreamInterruptedError(
+                    f"the connection dropped mid-stream: {_describe(exc)}", route=route
+                ) from exc
+            except httpx.DecodingError as exc:  # a corrupt gzip/deflate body
+                raise MalformedStreamError(
+                    f"the body could not be decompressed: {_describe(exc)}", route=route
+                ) from exc
+            for event in _decode(decoder, data, route):
+                yield event
+    finally:
+        # httpx hands out an async generator; close it now rather than at GC time.
+        aclose = getattr(pieces, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    for event in _decode(decoder, None, route):
+        yield event
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _decode(decoder: Decoder[EventT], data: bytes | None, route: str) -> list[EventT]:
+    """Feed *data* to the decoder (``None``: flush it), naming the route in its errors."""
+    try:
+        return list(decoder.flush() if data is None else decoder.feed(data))
+    except ProviderError as exc:  # MalformedStreamError from a decoder: say which route
+        if exc.route is None:
+            exc.route = route
+        raise
+
+
+async def stream_events(
+    client: httpx.AsyncClient | None,
+    request: StreamRequest,
+    decoder: Decoder[EventT],
+    *,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    read_timeout: float = 60.0,
+    connect_timeout: float = 10.0,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+) -> AsyncGenerator[EventT, None]:
+    """Send *request* and yield the decoded events of its streamed body as they arrive.
+
+    *client* is used as is (its own timeouts are overridden by *read_timeout*
+    and *connect_timeout* for this request); with ``None`` a client is created
+    for the call and closed at the end. *sleep* is awaited between retries;
+    tests pass a fake to avoid waiting.
+
+    Raises the :class:`ProviderError` subclass for an error status (after the
+    allowed retries), :class:`StreamTimeoutError` when no byte arrives for
+    *read_timeout* seconds, :class:`StreamInterruptedError` when the connection
+    drops mid-stream, and whatever the decoder raises (route filled in).
+    :class:`ConfigError` if the URL carries a credential.
+    """
+    url = _refuse_credentials_in_url(request)
+    timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+    owned = client is None
+    active = httpx.AsyncClient() if client is None else client
+    try:
+        response = await _open(active, request, url, retry, timeout, sleep)
+        try:
+            # aclosing: when the consumer stops early, the inner generator is closed
+            # now, not whenever the garbage collector gets to it.
+            async with contextlib.aclosing(
+                _events(response, decoder, request.route, read_timeout)
+            ) as events:
+                async for event in events:
+                    yield event
+        finally:
+            await response.aclose()
+    finally:
+        if owned:
+            await active.aclose()
