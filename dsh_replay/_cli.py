@@ -1,7 +1,8 @@
 """The ``dsh-replay`` command line (also ``python -m dsh_replay``).
 
-Every command reports bad input as one line naming the file and what to do,
-and exits 2 for usage errors, 1 for failed checks, 0 otherwise.
+Every command reports bad input as one line naming the file and what to do
+(never a traceback), and exits 2 for usage errors, 1 for failed checks, 0
+otherwise.
 """
 
 from __future__ import annotations
@@ -9,160 +10,150 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TextIO
 
+from ._cli_check import run_check, run_validate
+from ._cli_tools import run_diff, run_record, run_routes, run_scan, run_show, run_trace
 from ._exceptions import DshReplayError
-from ._jsonl import BadLine, parse_golden_lines
-from ._validator import SequenceValidator, Violation
+from ._intercept import Fragmentation
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
-GOLDEN_SUFFIX = ".chunks.jsonl"
-
-
-@dataclass(frozen=True, slots=True)
-class FileReport:
-    """The rule check of one chunk file: its violations, each with a 1-based line."""
-
-    path: Path
-    chunks: int
-    violations: list[tuple[int, Violation]]
-    raised: str | None = None
+_FRAGMENTATION_HELP = "how bodies are cut into fragments: recorded, single, bytes, random[:SEED]"
 
 
-def validate_file(path: Path) -> FileReport:
-    """Run the rules over a JSONL chunk file; a line that is not a chunk is a P1 violation."""
+def _fragmentation(value: str) -> str:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DshReplayError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    validator = SequenceValidator()
-    lines: list[int] = []
-    found: list[tuple[int, Violation]] = []
-    raised: str | None = None
-    for number, value in parse_golden_lines(data):
-        if raised is not None:
-            found.append((number, Violation("P11", len(lines), "nothing may follow the 'raised' line")))
-            continue
-        if isinstance(value, dict) and value.get("type") == "raised":
-            raised = str(value.get("error"))
-            continue
-        lines.append(number)
-        if isinstance(value, BadLine):
-            validator.feed({"type": None})  # keeps positions aligned with lines
-            validator.violations[-1] = Violation("P1", len(lines) - 1, f"line is {value.reason}")
-        else:
-            validator.feed(value)  # type: ignore[arg-type]
-    if raised is None:
-        validator.finish()
-    last_line = lines[-1] if lines else 1
-    for violation in validator.violations:
-        line = lines[violation.position] if violation.position < len(lines) else last_line
-        found.append((line, violation))
-    found.sort(key=lambda item: item[0])
-    return FileReport(path=path, chunks=len(lines), violations=found, raised=raised)
+        return str(Fragmentation.parse(value))
+    except DshReplayError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _find_goldens(paths: Sequence[str]) -> list[Path]:
-    found: list[Path] = []
-    for name in paths:
-        path = Path(name)
-        if path.is_dir():
-            found.extend(sorted(path.rglob(f"*{GOLDEN_SUFFIX}")))
-        elif path.exists():
-            found.append(path)
-        else:
-            raise DshReplayError(f"{path}: no such file or folder")
-    return found
-
-
-def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
-    failed = False
-    for name in args.files:
-        report = validate_file(Path(name))
-        for line, violation in report.violations:
-            failed = True
-            out.write(f"{report.path}:{line}: {violation.rule} {violation.message}\n")
-    return 1 if failed else 0
-
-
-def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A plain, aligned text table (stable when piped: no colour, no width guessing)."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(header), rule, *(line(r) for r in rows)]) + "\n"
-
-
-def _case_name(path: Path, roots: Sequence[str]) -> tuple[str, str]:
-    """(route, case) of a golden: ``<root>/<route>/<case>.chunks.jsonl``."""
-    stem = path.name[: -len(GOLDEN_SUFFIX)] if path.name.endswith(GOLDEN_SUFFIX) else path.stem
-    return path.parent.name, stem
-
-
-def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    goldens = _find_goldens(args.paths)
-    if not goldens:
-        out.write(f"no cassettes or goldens found under {', '.join(args.paths)}\n")
-        return 1
-    rows = []
-    failures = 0
-    for path in goldens:
-        report = validate_file(path)
-        route, case = _case_name(path, args.paths)
-        if report.violations:
-            failures += 1
-            first_line, first = report.violations[0]
-            verdict = f"FAIL {first.rule} (line {first_line})"
-        else:
-            verdict = "ok" if report.raised is None else f"ok (raised {report.raised})"
-        rows.append((case, route, str(report.chunks), verdict))
-    out.write(render_table(("case", "route", "chunks", "verdict"), rows))
-    out.write(f"\n{len(goldens)} case(s): {len(goldens) - failures} passed, {failures} failed\n")
-    return 1 if failures else 0
+def _command(commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, summary: str,
+             description: str, example: str) -> argparse.ArgumentParser:
+    return commands.add_parser(
+        name, help=summary, description=description, epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dsh-replay",
-        description="Record, replay and check LLM provider adapter streams.",
+        description="Record, replay and check the StreamChunk streams of LLM provider adapters.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    check = commands.add_parser(
-        "check",
-        help="check every golden (and cassette) under PATHS; print a table",
-        description="Check every golden chunk file under PATHS against the ordering rules and "
-        "print one row per case. Exit 1 if any case fails.",
-        epilog="example: dsh-replay check cassettes",
+    check = _command(
+        commands, "check", "replay every cassette through its adapter; check rules and goldens; print a table",
+        "Replay every cassette with dsh_replay metadata under PATHS through its route's adapter, run the\n"
+        "rules P1-P12, compare the chunks with the golden, and print one row per case. Goldens without a\n"
+        "cassette are checked against the rules. Exit 1 if any case fails.",
+        "dsh-replay check cassettes",
     )
     check.add_argument("paths", nargs="*", default=["cassettes"], metavar="PATHS")
-    check.set_defaults(run=_cmd_check)
+    check.add_argument("--update", action="store_true", help="write missing and differing goldens")
+    check.add_argument("--fragmentation", type=_fragmentation, default="recorded", help=_FRAGMENTATION_HELP)
+    check.add_argument("--json", action="store_true", help="print the results as JSON")
 
-    validate = commands.add_parser(
-        "validate",
-        help="run the ordering rules on chunk files (FILE:LINE: RULE message)",
-        description="Run rules P1–P12 on JSONL chunk files (goldens, or logs of any harness). "
-        "One line per violation, FILE:LINE: RULE message. Exit 1 on any violation.",
-        epilog="example: dsh-replay validate cassettes/openai/text.chunks.jsonl",
+    validate = _command(
+        commands, "validate", "run the ordering rules on chunk files (FILE:LINE: RULE message)",
+        "Run rules P1-P12 on JSONL chunk files (goldens, or logs of any harness). One line per\n"
+        "violation, FILE:LINE: RULE message. A line that is not a chunk is a P1 violation. Exit 1 on any.",
+        "dsh-replay validate cassettes/openai/text.chunks.jsonl",
     )
     validate.add_argument("files", nargs="+", metavar="FILE")
-    validate.set_defaults(run=_cmd_validate)
+
+    trace = _command(
+        commands, "trace", "feed a raw provider body (SSE or NDJSON) through a route's adapter, offline",
+        "Answer every request of ROUTE's adapter with the body in FILE (- for stdin), status 200.\n"
+        "stdout is exactly what a golden for it would hold; the rule verdict goes to stderr.\n"
+        "Exit 0 when the chunks obey the rules and nothing was raised, 1 otherwise.",
+        "curl -sN ... | dsh-replay trace --route openai -",
+    )
+    trace.add_argument("--route", required=True)
+    trace.add_argument("file", metavar="FILE")
+    trace.add_argument("--fragmentation", type=_fragmentation, default="single", help=_FRAGMENTATION_HELP)
+    trace.add_argument("--drop-reasoning", action="store_true", help="tell the adapter to drop reasoning blocks")
+
+    diff = _command(
+        commands, "diff", "compare two chunk files block by block",
+        "Compare two chunk JSONL files by block (text, tool calls, reasoning), usage and finish, then\n"
+        "show the line diff. Exit 0 when identical, 1 otherwise.",
+        "dsh-replay diff old.chunks.jsonl new.chunks.jsonl",
+    )
+    diff.add_argument("a", metavar="A")
+    diff.add_argument("b", metavar="B")
+
+    show = _command(
+        commands, "show", "the timeline of a cassette: requests, fragments with timing, resulting chunks",
+        "Print each interaction's request (scrubbed) and response, then every fragment with its arrival\n"
+        "time and size and the chunks the adapter produced from it; time to first byte and first chunk.",
+        "dsh-replay show cassettes/anthropic/text.yaml",
+    )
+    show.add_argument("cassette", metavar="CASSETTE")
+
+    scan = _command(
+        commands, "scan", "look for credentials in cassettes and goldens",
+        "Scan YAML/JSON(L) files for credential-shaped strings (OpenAI, Anthropic, Google, AWS keys,\n"
+        "bearer tokens). Exit 1 on any hit, naming the file and the field.",
+        "dsh-replay scan cassettes",
+    )
+    scan.add_argument("paths", nargs="*", default=["cassettes"], metavar="PATHS")
+
+    record = _command(
+        commands, "record", "record one live call into a cassette and its golden",
+        "Call the real provider once and record the exchange into CASSETTE (+ its golden). The key\n"
+        "comes from the route's environment variable: OPENAI_API_KEY (openai, openai-responses),\n"
+        "OPENAI_COMPATIBLE_API_KEY, DEEPSEEK_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY,\n"
+        "OLLAMA_API_KEY (optional), or <ROUTE>_API_KEY for configured routes. Refused when CI is set.",
+        "dsh-replay record --route openai --options options.json --out cassettes/openai/hello.yaml",
+    )
+    record.add_argument("--route", required=True)
+    record.add_argument("--options", required=True, metavar="FILE", help="GenerateOptions as JSON")
+    record.add_argument("--out", required=True, metavar="CASSETTE")
+    record.add_argument("--base-url", default=None, metavar="URL")
+
+    routes = _command(
+        commands, "routes", "list the routes known from built-ins and configuration",
+        "List every route: the built-in adapters, [tool.dsh_replay.routes] in ./pyproject.toml, and\n"
+        "the routes a plugin YAML registers.",
+        "dsh-replay routes --plugins dsh.yml",
+    )
+    routes.add_argument("--plugins", default=None, metavar="YAML")
     return parser
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    command = args.command
+    if command == "check":
+        return run_check(args.paths, out, update=args.update, fragmentation=args.fragmentation, as_json=args.json,
+                         progress=err)
+    if command == "validate":
+        return run_validate(args.files, out)
+    if command == "trace":
+        return run_trace(args.route, args.file, out, err, fragmentation=args.fragmentation,
+                         drop_reasoning=args.drop_reasoning)
+    if command == "diff":
+        return run_diff(args.a, args.b, out)
+    if command == "show":
+        return run_show(args.cassette, out)
+    if command == "scan":
+        return run_scan(args.paths, out)
+    if command == "record":
+        return run_record(args.route, args.options, args.out, args.base_url, out)
+    return run_routes(out, args.plugins)
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the command line; return the exit code."""
     out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
     args = build_parser().parse_args(argv)
     try:
-        code: int = args.run(args, out)
+        return _run(args, out, err)
     except DshReplayError as exc:
-        sys.stderr.write(f"dsh-replay: error: {exc}\n")
+        err.write(f"dsh-replay: error: {exc}\n")
         return 2
     except KeyboardInterrupt:
         return 130
-    return code

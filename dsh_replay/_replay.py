@@ -86,6 +86,8 @@ class CaseResult:
     outcome: Outcome | None = None
     golden: str = ""  # "matched" | "written" | "updated" | "differs" | "missing"
     problem: str = ""
+    #: the problem in a few words, for a table cell
+    short: str = ""
     seconds: float = 0.0
 
     @property
@@ -95,7 +97,7 @@ class CaseResult:
     @property
     def verdict(self) -> str:
         if self.problem:
-            return "FAIL " + self.problem.splitlines()[0][:60]
+            return f"FAIL {self.short or 'error'}"
         raised = self.outcome.raised if self.outcome else None
         suffix = f" (raised {type(raised).__name__})" if raised is not None else ""
         written = f", golden {self.golden}" if self.golden in ("written", "updated") else ""
@@ -144,15 +146,18 @@ async def replay_case(
         result.outcome = outcome
         if outcome.violations:
             first = outcome.violations[0]
+            result.short = f"{first.rule} (chunk {first.position})"
             result.problem = f"{first.rule} at chunk {first.position}: {first.message}" + (
                 f" (+{len(outcome.violations) - 1} more)" if len(outcome.violations) > 1 else ""
             )
         elif session.unplayed and not allow_unplayed:
+            result.short = "unplayed interactions"
             result.problem = f"{len(session.unplayed)} recorded interaction(s) were not played"
         else:
-            result.golden, problem = judge_golden(path, outcome.golden_bytes(), update=update_golden)
-            result.problem = problem
+            result.golden, result.problem = judge_golden(path, outcome.golden_bytes(), update=update_golden)
+            result.short = f"golden {result.golden}"
     except DshReplayError as exc:
+        result.short = type(exc).__name__
         result.problem = str(exc)
     result.seconds = time.perf_counter() - started
     return result

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,14 +73,16 @@ def test_check_prints_a_table_and_fails_on_a_bad_golden(tmp_path: Path) -> None:
     bad.write_bytes(b"".join(SEED.read_bytes().splitlines(keepends=True)[:-1]))
     code, output = run("check", str(tmp_path))
     assert code == 1
-    assert output.splitlines() == [
-        "case  route    chunks  verdict",
-        "----  -------  ------  -----------------",
-        "good  route-a  9       ok",
-        "bad   route-b  8       FAIL P11 (line 8)",
+    assert re.sub(r"\d+ ms", "N ms", output).splitlines()[:7] == [
+        "case  route    fragments  chunks  blocks  verdict            time",
+        "----  -------  ---------  ------  ------  -----------------  ----",
+        "good  route-a  0          9       2       ok                 N ms",
+        "bad   route-b  0          8       2       FAIL P11 (line 8)  N ms",
         "",
-        "2 case(s): 1 passed, 1 failed",
+        "2 case(s), 17 chunks: 1 passed, 1 failed",
+        "",
     ]
+    assert f"{bad}:8: P11 stream ended after 8 chunk(s) without finish; blocks still open: 1 (tool-call)" in output
 
 
 def test_python_dash_m_and_console_script_work() -> None:

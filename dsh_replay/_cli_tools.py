@@ -1,0 +1,309 @@
+"""``dsh-replay trace``, ``diff``, ``show``, ``scan``, ``record`` and ``routes``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import types
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import orjson
+import yaml
+
+from ._cassette import Cassette, Interaction
+from ._collect import collect
+from ._exceptions import CassetteError, ConfigError, DshReplayError
+from ._golden import golden_diff, golden_path_for
+from ._intercept import Fragmentation, install, replay_response, uninstall
+from ._jsonl import block_to_json, chunk_to_json, dump_jsonl, load_golden
+from ._options import GenerateOptions
+from ._replay import Outcome, case_options, judge_golden, run_adapter, trace_body
+from ._routes import RouteTable
+from ._secrets import find_secrets
+from ._use_cassette import use_cassette
+
+__all__ = ["run_diff", "run_record", "run_routes", "run_scan", "run_show", "run_trace"]
+
+
+def _verdict(outcome: Outcome, err: TextIO) -> int:
+    for violation in outcome.violations:
+        err.write(f"{violation.rule} at chunk {violation.position}: {violation.message}\n")
+    if outcome.raised is not None:
+        err.write(f"raised {type(outcome.raised).__name__}: {outcome.raised}\n")
+    if not outcome.violations and outcome.raised is None:
+        err.write(f"ok: {len(outcome.chunks)} chunks, {outcome.blocks} block(s); rules P1-P12 hold\n")
+        return 0
+    if not outcome.violations:
+        err.write(f"{len(outcome.chunks)} chunks before the error; rules hold for them\n")
+    return 1
+
+
+def run_trace(route: str, source: str, out: TextIO, err: TextIO, *, fragmentation: str, drop_reasoning: bool,
+              routes: RouteTable | None = None) -> int:
+    if source == "-":
+        body = sys.stdin.buffer.read()
+    else:
+        try:
+            body = Path(source).read_bytes()
+        except OSError as exc:
+            raise DshReplayError(f"{source}: cannot read ({exc.strerror or exc})") from None
+    table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
+    outcome = asyncio.run(trace_body(body, route=route, routes=table, fragmentation=fragmentation,
+                                     drop_reasoning=drop_reasoning))
+    out.write(outcome.golden_bytes().decode("utf-8"))
+    return _verdict(outcome, err)
+
+
+# -- diff -----------------------------------------------------------------------
+
+
+def _block_label(position: int, block: Any) -> str:
+    data = block_to_json(block)
+    name = f" {data['name']}" if "name" in data else ""
+    return f"block {position} ({data['type']}{name})"
+
+
+def _mark_span(old: str, new: str) -> tuple[str, str]:
+    """Both strings with the differing middle bracketed: ``abc[XY]def``."""
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    def mark(text: str) -> str:
+        return repr(text[:start] + "[" + text[start:len(text) - end] + "]" + text[len(text) - end:])
+    return mark(old), mark(new)
+
+
+def run_diff(a: str, b: str, out: TextIO) -> int:
+    left, right = load_golden(a), load_golden(b)
+    old_turn, new_turn = collect(left.chunks), collect(right.chunks)
+    lines: list[str] = []
+    for position in range(max(len(old_turn.blocks), len(new_turn.blocks))):
+        if position >= len(old_turn.blocks):
+            lines.append(f"{_block_label(position, new_turn.blocks[position])}: only in {b}")
+            continue
+        if position >= len(new_turn.blocks):
+            lines.append(f"{_block_label(position, old_turn.blocks[position])}: only in {a}")
+            continue
+        old, new = block_to_json(old_turn.blocks[position]), block_to_json(new_turn.blocks[position])
+        if old == new:
+            continue
+        label = _block_label(position, old_turn.blocks[position])
+        if old["type"] != new["type"]:
+            lines.append(f"{label}: type differs ({old['type']} vs {new['type']})")
+            continue
+        for field in ("text", "arguments", "id", "name", "signature"):
+            if old.get(field) != new.get(field):
+                lines.append(f"{label}: {field} differs")
+                marked_old, marked_new = _mark_span(str(old.get(field, "")), str(new.get(field, "")))
+                lines += [f"  - {marked_old}", f"  + {marked_new}"]
+    for what, old_value, new_value in (
+        ("usage", old_turn.usage, new_turn.usage),
+        ("finish", old_turn.finish_reason, new_turn.finish_reason),
+        ("raised", left.raised, right.raised),
+    ):
+        if old_value != new_value:
+            lines.append(f"{what} differs: {old_value} vs {new_value}")
+    old_bytes, new_bytes = dump_jsonl(left.chunks, left.raised), dump_jsonl(right.chunks, right.raised)
+    if old_bytes == new_bytes:
+        out.write("identical\n")
+        return 0
+    if not lines:
+        lines.append("the blocks are the same; the chunking differs")
+    out.write("\n".join(lines) + "\n\n")
+    out.write(golden_diff(old_bytes, new_bytes, name=a).replace("If the new chunks are right, accept them with: pytest --update-golden", "").rstrip() + "\n")
+    return 1
+
+
+# -- show -------------------------------------------------------------------------
+
+
+class _Timeline:
+    """Serves a cassette's interactions in order and notes which fragment is being read."""
+
+    def __init__(self, cassette: Cassette) -> None:
+        self.cassette = cassette
+        self.position = 0
+        self.fragment = -1
+
+    def handle(self, request: Any, inner: Any, lib: types.ModuleType, is_async: bool) -> Any:
+        if self.position >= len(self.cassette.interactions):
+            raise CassetteError(f"{self.cassette.path}: the adapter made more requests than were recorded")
+        interaction = self.cassette.interactions[self.position]
+        self.position += 1
+        response = replay_response(lib, request, interaction, fragmentation=Fragmentation("recorded"), speed=0.0,
+                                   fault=None, path=str(self.cassette.path), is_async=is_async)
+        inner_stream = response.stream.source
+
+        async def counting() -> Any:
+            async for piece in inner_stream:
+                self.fragment += 1
+                yield piece
+
+        response.stream.source = counting()
+        return response
+
+
+def _summary(interaction: Interaction) -> str:
+    try:
+        body = orjson.loads(interaction.request.body or b"")
+    except orjson.JSONDecodeError:
+        return f"{len(interaction.request.body or b'')} bytes"
+    if not isinstance(body, dict):
+        return type(body).__name__
+    facts = [f"model={body.get('model')}"] if "model" in body else []
+    for key in ("messages", "contents", "input", "tools"):
+        if isinstance(body.get(key), list):
+            facts.append(f"{key}={len(body[key])}")
+    return ", ".join(facts) or ", ".join(list(body)[:6])
+
+
+def run_show(path: str, out: TextIO, *, routes: RouteTable | None = None) -> int:
+    cassette = Cassette.load(path)
+    meta = cassette.metadata
+    out.write(f"cassette {path}  route={meta.get('route', '?')}  {meta.get('library', 'plain vcrpy')}\n")
+    for number, interaction in enumerate(cassette.interactions):
+        request = interaction.request
+        out.write(f"\ninteraction {number}: {request.method} {request.path}{'?' + request.query_string if getattr(request, 'query_string', '') else ''}\n")
+        out.write(f"  request: {_summary(interaction)}\n")
+        headers = ", ".join(f"{k}: {v}" for k, v in request.headers.items() if k.lower() not in ("host", "content-length"))
+        out.write(f"  headers: {headers}\n")
+        state = "complete" if interaction.complete else "abandoned by the caller"
+        error = f", failed with {interaction.error.kind} at byte {interaction.error.offset}" if interaction.error else ""
+        out.write(f"  response: {interaction.status} {interaction.reason}, {len(interaction.body)} bytes in "
+                  f"{len(interaction.fragment_sizes())} fragment(s), {state}{error}\n")
+    chunks_by_fragment: dict[int, list[str]] = {}
+    outcome: Outcome | None = None
+    if "route" in meta:
+        try:
+            route, options, base_url = case_options(cassette)
+            adapter = (routes or RouteTable.load(pyproject=Path("pyproject.toml"))).adapter(route, base_url=base_url)
+        except DshReplayError as exc:
+            out.write(f"\n(chunks not shown: {exc})\n")
+        else:
+            timeline = _Timeline(cassette)
+
+            async def run() -> Outcome:
+                result = Outcome()
+                install(timeline)
+                try:
+                    async for chunk in adapter.stream(options):
+                        result.chunks.append(chunk)
+                        chunks_by_fragment.setdefault(timeline.fragment, []).append(
+                            orjson.dumps(chunk_to_json(chunk)).decode())
+                except Exception as exc:  # noqa: BLE001 - shown in the timeline, not raised
+                    result.raised = exc
+                finally:
+                    uninstall(timeline)
+                return result
+
+            outcome = asyncio.run(run())
+    _fragments(cassette, chunks_by_fragment, outcome, out)
+    return 0
+
+
+def _fragments(cassette: Cassette, chunks: dict[int, list[str]], outcome: Outcome | None, out: TextIO) -> None:
+    out.write("\n   ms    bytes  fragment → chunks\n")
+    index = 0
+    first_chunk_ms: float | None = None
+    for interaction in cassette.interactions:
+        at = 0
+        for ms, size in interaction.fragments or [(0.0, len(interaction.body))]:
+            piece = interaction.body[at:at + size].decode("utf-8", "replace")
+            at += size
+            preview = piece.replace("\r", "\\r").replace("\n", "\\n")
+            out.write(f"{ms:7.1f}  {size:6}  {preview[:70]}{'…' if len(preview) > 70 else ''}\n")
+            for line in chunks.get(index, []):
+                if first_chunk_ms is None:
+                    first_chunk_ms = ms
+                out.write(f"{'':15}  → {line[:110]}\n")
+            index += 1
+    if outcome is not None and outcome.raised is not None:
+        out.write(f"{'':15}  → raised {type(outcome.raised).__name__}: {outcome.raised}\n")
+    first = cassette.interactions[0].fragments if cassette.interactions else None
+    ttfb = f"{first[0][0]:.1f} ms" if first else "n/a"
+    ttfc = f"{first_chunk_ms:.1f} ms" if first_chunk_ms is not None else "n/a"
+    out.write(f"\ntime to first byte: {ttfb}; time to first chunk: {ttfc}\n")
+
+
+# -- scan -----------------------------------------------------------------------------
+
+
+def run_scan(paths: Sequence[str], out: TextIO) -> int:
+    files: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".jsonl", ".json"))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise DshReplayError(f"{path}: no such file or folder")
+    hits = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            data: Any = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+        except yaml.YAMLError:
+            data = text
+        for hit in find_secrets(data):
+            hits += 1
+            out.write(f"{path}: {hit}\n")
+    out.write(f"scanned {len(files)} file(s): {hits} secret(s) found\n")
+    return 1 if hits else 0
+
+
+# -- record / routes ------------------------------------------------------------------
+
+
+def run_record(route: str, options_file: str, out_path: str, base_url: str | None, out: TextIO,
+               routes: RouteTable | None = None) -> int:
+    from .adapters import BUILTIN_ROUTES
+
+    if os.environ.get("CI"):
+        raise ConfigError("record is refused because CI is set: CI only replays. Record locally and commit.")
+    try:
+        options = GenerateOptions.from_json(orjson.loads(Path(options_file).read_bytes()))
+    except OSError as exc:
+        raise ConfigError(f"{options_file}: cannot read ({exc.strerror or exc})") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{options_file}: not valid JSON ({exc})") from None
+    variable = BUILTIN_ROUTES[route][2] if route in BUILTIN_ROUTES else f"{route.upper().replace('-', '_')}_API_KEY"
+    key = os.environ.get(variable, "")
+    table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
+    if route in table.registry:
+        adapter = table.registry.resolve(route)
+    else:
+        factory = table.factories.get(route)
+        if factory is None:
+            table.adapter(route)  # raises the unknown-route error listing the routes
+            raise AssertionError
+        if not key and route != "ollama":
+            raise ConfigError(f"route {route!r} needs its key in the environment variable {variable}")
+        adapter = factory(api_key=key, **({"base_url": base_url} if base_url else {}))
+    cassette = Path(out_path)
+
+    async def go() -> Outcome:
+        async with use_cassette(cassette, "rewrite", route=route, options=options) as session:
+            if isinstance(getattr(adapter, "base_url", None), str):
+                session.cassette.metadata["base_url"] = adapter.base_url  # type: ignore[attr-defined]
+            return await run_adapter(adapter, options)
+
+    outcome = asyncio.run(go())
+    status, _ = judge_golden(cassette, outcome.golden_bytes(), update=True)
+    out.write(f"recorded {cassette} ({len(outcome.chunks)} chunks); golden {golden_path_for(cassette)} {status}\n")
+    return _verdict(outcome, out)
+
+
+def run_routes(out: TextIO, plugins: str | None) -> int:
+    table = RouteTable.load(pyproject=Path("pyproject.toml"), plugins=Path(plugins) if plugins else None)
+    width = max(len(r) for r in table.routes())
+    for route in table.routes():
+        out.write(f"{route.ljust(width)}  {table.sources.get(route, '')}\n")
+    return 0
+
