@@ -44,9 +44,11 @@ from ._exceptions import (
 from ._jsonl import Golden, Raised, chunk_from_json, chunk_to_json, dump_jsonl, load_golden, load_jsonl
 from ._cassette import RecordMode, Scrubber
 from ._intercept import Fault, Fragmentation
+from ._ndjson import NDJSONDecoder
 from ._options import GenerateOptions, Message, MessageToolCall, ToolDefinition
 from ._plugins import PluginContext, load_plugins
 from ._sequencer import BlockSequencer
+from ._sse import SSEDecoder, SSEEvent
 from ._use_cassette import CassetteSession, use_cassette
 from ._validator import SequenceValidator, Violation, assert_chunk_sequence, check_chunk_sequence
 
@@ -75,6 +77,7 @@ __all__ = [
     "MalformedStreamError",
     "Message",
     "MessageToolCall",
+    "NDJSONDecoder",
     "OverloadedError",
     "PluginContext",
     "ProtocolViolation",
@@ -84,6 +87,8 @@ __all__ = [
     "ReasoningBlock",
     "ReasoningDelta",
     "RecordMode",
+    "SSEDecoder",
+    "SSEEvent",
     "Scrubber",
     "SequenceValidator",
     "ServerError",
