@@ -4,13 +4,13 @@ Each chunk and block is a frozen, slotted, keyword-only dataclass with
 snake_case attributes; ``_jsonl`` maps them to the camelCase JSON of the seed.
 Constructors check what a single value can know about itself (types, known
 literals, non-negative indexes and counts); rules that need the whole sequence
-(P2–P12) belong to the validator.
+(P2-P12) belong to the validator.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, NewType, Union
+from typing import Literal, NewType
 
 __all__ = [
     "BLOCK_TYPES",
@@ -101,7 +101,7 @@ class ReasoningBlock:
             _check_str("signature", self.signature)
 
 
-Block = Union[TextBlock, ToolCallBlock, ReasoningBlock]
+Block = TextBlock | ToolCallBlock | ReasoningBlock
 
 # --- values -------------------------------------------------------------------
 
@@ -232,6 +232,4 @@ class Finish:
             raise TypeError(f"reason must be a FinishReason, got {self.reason!r}")
 
 
-StreamChunk = Union[
-    BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd, UsageChunk, Finish
-]
+StreamChunk = BlockStart | TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd | UsageChunk | Finish

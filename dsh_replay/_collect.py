@@ -6,8 +6,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ._chunks import (
     BlockEnd,
     CallId,
@@ -20,6 +18,7 @@ from ._chunks import (
     Usage,
     UsageChunk,
 )
+from ._jsonl import loads_json
 
 __all__ = ["ToolCall", "Turn", "collect"]
 
@@ -52,9 +51,10 @@ class Turn:
 
 
 def _parse_arguments(arguments: str) -> dict[str, Any] | None:
+    # exact, not orjson: an id like 12345678901234567890123 must not come back as a float
     try:
-        value = orjson.loads(arguments)
-    except orjson.JSONDecodeError:
+        value = loads_json(arguments)
+    except ValueError:
         return None
     return value if isinstance(value, dict) else None
 

@@ -9,9 +9,11 @@ recording the exception an adapter raised after the chunks it yielded.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -32,7 +34,7 @@ from ._chunks import (
     Usage,
     UsageChunk,
 )
-from ._exceptions import DshReplayError
+from ._exceptions import CassetteError
 
 __all__ = [
     "Golden",
@@ -44,6 +46,7 @@ __all__ = [
     "dump_jsonl",
     "load_golden",
     "load_jsonl",
+    "loads_json",
     "parse_golden_lines",
 ]
 
@@ -242,22 +245,27 @@ def dump_jsonl(chunks: Iterable[StreamChunk], raised: Raised | BaseException | N
     return b"".join(parts)
 
 
-def _read(data_or_path: bytes | str | Any) -> tuple[bytes, str]:
-    if isinstance(data_or_path, bytes):
-        return data_or_path, "<bytes>"
-    # a str is a path, like open(); callers with JSON text pass bytes
-    name = str(data_or_path)
+def _read(data_or_path: bytes | str | os.PathLike[str] | Any) -> tuple[bytes, str | None]:
+    """The bytes to parse and, when they come from a file, its path."""
+    if isinstance(data_or_path, (bytes, bytearray, memoryview)):
+        return bytes(data_or_path), None
+    # a str is a path, like open(); callers with JSON text pass bytes. An int is
+    # refused: open() would take it for a file descriptor (and close it).
+    if not isinstance(data_or_path, (str, os.PathLike)):
+        raise TypeError(f"expected JSONL bytes or a file path, got {type(data_or_path).__name__}")
+    name = os.fsdecode(data_or_path)
     try:
         with open(data_or_path, "rb") as fh:
             return fh.read(), name
-    except OSError as exc:
-        raise DshReplayError(f"cannot read {name}: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CassetteError(f"cannot read {name}: {reason}", path=name) from None
 
 
 def parse_golden_lines(data: bytes) -> list[tuple[int, object]]:
     """Split JSONL bytes into (1-based line number, parsed JSON or the error text).
 
-    Blank lines are skipped. A line that is not JSON yields ``(line, _BadLine(...))``.
+    Blank lines are skipped. A line that is not JSON yields ``(line, BadLine(...))``.
     """
     out: list[tuple[int, object]] = []
     for number, line in enumerate(data.split(b"\n"), start=1):
@@ -266,7 +274,8 @@ def parse_golden_lines(data: bytes) -> list[tuple[int, object]]:
         try:
             out.append((number, orjson.loads(line)))
         except orjson.JSONDecodeError as exc:
-            out.append((number, BadLine(f"not valid JSON ({exc})")))
+            # orjson's own "line 1 column N" would contradict the file's line number
+            out.append((number, BadLine(f"not valid JSON ({exc.msg} at column {exc.colno})")))
     return out
 
 
@@ -277,40 +286,72 @@ class BadLine:
     reason: str
 
 
-def load_golden(data_or_path: bytes | str | Any) -> Golden:
-    """Read a golden file: chunks, then an optional ``raised`` line."""
-    data, name = _read(data_or_path)
+def _load(data_or_path: bytes | str | os.PathLike[str] | Any) -> tuple[Golden, str | None, int]:
+    """The golden in ``data_or_path``, its path, and the line of its ``raised`` line (0: none)."""
+    data, path = _read(data_or_path)
+    name = path if path is not None else "<bytes>"
+
+    def fail(number: int, message: str) -> NoReturn:
+        raise CassetteError(f"{name}:{number}: {message}", path=path)
+
     chunks: list[StreamChunk] = []
     raised: Raised | None = None
+    raised_line = 0
     for number, value in parse_golden_lines(data):
         if raised is not None:
-            raise DshReplayError(f"{name}:{number}: nothing may follow the 'raised' line")
+            fail(number, f"nothing may follow the 'raised' line (line {raised_line})")
         if isinstance(value, BadLine):
-            raise DshReplayError(f"{name}:{number}: {value.reason}")
+            fail(number, value.reason)
         if isinstance(value, dict) and value.get("type") == "raised":
             error, message = value.get("error"), value.get("message")
             if not isinstance(error, str) or not isinstance(message, str):
-                raise DshReplayError(
-                    f"{name}:{number}: a 'raised' line needs string fields 'error' and 'message'"
-                )
-            raised = Raised(error=error, message=message)
+                fail(number, "a 'raised' line needs string fields 'error' and 'message'")
+            raised, raised_line = Raised(error=error, message=message), number
             continue
         try:
             chunks.append(chunk_from_json(value))
         except ValueError as exc:
-            raise DshReplayError(f"{name}:{number}: {exc}") from None
-    return Golden(chunks=chunks, raised=raised)
+            fail(number, f"not a chunk: {exc}")
+    return Golden(chunks=chunks, raised=raised), path, raised_line
 
 
-def load_jsonl(data_or_path: bytes | str | Any) -> list[StreamChunk]:
+def load_golden(data_or_path: bytes | str | os.PathLike[str] | Any) -> Golden:
+    """Read a golden file: chunks, then an optional ``raised`` line.
+
+    A line that is not JSON, or not a chunk, raises :class:`CassetteError` naming
+    the file and the 1-based line number; so does a file that cannot be read.
+    """
+    return _load(data_or_path)[0]
+
+
+def load_jsonl(data_or_path: bytes | str | os.PathLike[str] | Any) -> list[StreamChunk]:
     """Read chunks from JSONL bytes or a file path.
 
     A ``raised`` line is not a chunk: use :func:`load_golden` for goldens of
     error paths. Errors name the line number.
     """
-    golden = load_golden(data_or_path)
+    golden, path, raised_line = _load(data_or_path)
     if golden.raised is not None:
-        raise DshReplayError(
-            "the data ends with a 'raised' line (an error-path golden); read it with load_golden()"
+        raise CassetteError(
+            f"{path or '<bytes>'}:{raised_line}: a 'raised' line ({golden.raised.error}) ends these "
+            "chunks: this is the golden of an error path; read it with load_golden()",
+            path=path,
         )
     return golden.chunks
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_json(text: str | bytes) -> Any:
+    """Parse JSON exactly and strictly; raise ``ValueError`` when ``text`` is not JSON.
+
+    Exactly: integers of any size stay ints (orjson turns those beyond 64 bits
+    into floats) and numbers beyond a double are accepted. Strictly: ``NaN`` and
+    ``Infinity`` are not JSON. Used where a value is kept, such as tool-call arguments.
+    """
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
