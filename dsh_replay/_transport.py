@@ -42,6 +42,8 @@ inside a 200 stream, so the same provider code always gives the same class.
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
 import contextlib
 import itertools
 import json
@@ -511,6 +513,16 @@ def _decode(decoder: Decoder[EventT], data: bytes | None, route: str) -> list[Ev
         raise
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default verifying TLS context, built once.
+
+    Building it loads the CA bundle (~50 ms); an adapter without its own client
+    creates one client per stream, and a replay suite runs thousands of streams.
+    """
+    return httpx.create_ssl_context()
+
+
 async def stream_events(
     client: httpx.AsyncClient | None,
     request: StreamRequest,
@@ -537,7 +549,7 @@ async def stream_events(
     url = _refuse_credentials_in_url(request)
     timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
     owned = client is None
-    active = httpx.AsyncClient() if client is None else client
+    active = httpx.AsyncClient(verify=_tls_context()) if client is None else client
     try:
         response = await _open(active, request, url, retry, timeout, sleep)
         try:
