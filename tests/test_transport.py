@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncio
 import contextlib
 import socket
@@ -610,8 +612,8 @@ async def test_client_ownership(emu: ProviderEmulator, monkeypatch: pytest.Monke
     created: list[httpx.AsyncClient] = []
 
     class RecordingClient(httpx.AsyncClient):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
             created.append(self)
 
     monkeypatch.setattr(httpx, "AsyncClient", RecordingClient)
