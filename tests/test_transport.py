@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncio
 import contextlib
 import socket
@@ -11,6 +9,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from datetime import datetime, timezone
 from email.utils import formatdate
+from typing import Any
 
 import httpx
 import pytest
