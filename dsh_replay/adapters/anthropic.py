@@ -1,0 +1,319 @@
+"""Anthropic Messages API adapter (route ``anthropic``).
+
+Request mapping: ``POST {base_url}/v1/messages`` with ``stream: true``, the key
+in ``x-api-key`` and ``anthropic-version: 2023-06-01``
+(https://docs.anthropic.com/en/api/messages).
+
+- System messages go to the top-level ``system`` field (several are joined with
+  a blank line: the API has no system role inside ``messages``).
+- An assistant tool call becomes a ``tool_use`` content block whose ``input`` is
+  the parsed arguments object; tool results become ``tool_result`` blocks in a
+  user turn, consecutive results merged into one turn as the API wants
+  (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use).
+  A user message after the results stays a turn of its own: the API combines
+  consecutive same-role turns itself.
+- ``max_tokens`` is required by the API: when ``options.max_tokens`` is None we
+  send :data:`DEFAULT_MAX_TOKENS`.
+- ``options.extra`` is merged into the body last (one level deep for objects).
+
+Event mapping (https://docs.anthropic.com/en/docs/build-with-claude/streaming):
+``message_start`` → ``content_block_start/delta/stop`` per ``index`` →
+``message_delta`` → ``message_stop``. Events are dispatched on the payload's
+``type`` (re-framed recordings have no ``event:`` lines).
+
+- ``text`` and ``thinking`` blocks, and client ``tool_use`` blocks, are keyed by
+  the provider ``index`` and ended on ``content_block_stop``, so the next block
+  opens at once. ``signature_delta`` becomes the reasoning block's signature.
+- ``redacted_thinking`` carries no readable text, so it produces no block (an
+  empty reasoning block would break P6); its encrypted ``data`` is dropped.
+- Server-side tool blocks (``server_tool_use``, ``web_search_tool_result``,
+  ``mcp_tool_use``/``mcp_tool_result``, ``tool_search_tool_result`` …) are run
+  by Anthropic, not by the harness: turning them into tool-call blocks would
+  make the harness execute them, so they and their deltas are skipped, as is
+  any block type not listed here (``compaction`` …).
+- Usage: ``message_start`` gives the input side, ``message_delta`` the
+  cumulative output; any count ``message_delta`` repeats (newer API versions
+  repeat ``input_tokens``) is taken as the final word. ``inputTokens`` is the raw
+  ``input_tokens``, which excludes cache reads (``cachedInputTokens``).
+- ``message_stop`` is terminal: every open block is closed, then usage and
+  finish (``raw`` = ``stop_reason``). A tool block still open then — the
+  ``max_tokens`` cut inside tool JSON — is closed with the partial arguments as
+  they came (never repaired): the validator's P7j flags it, and
+  ``raw="max_tokens"`` tells the harness why.
+- ``event: error`` raises the typed error (``overloaded_error`` →
+  :class:`OverloadedError` …); ``ping`` and unknown event types are ignored, as
+  https://docs.anthropic.com/en/api/versioning asks; a second ``message_start`` is ignored. A body that
+  ends before ``message_stop`` (also one cut inside an event) raises
+  :class:`StreamInterruptedError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import orjson
+
+from .._chunks import StreamChunk, Usage
+from .._exceptions import ConfigError, MalformedStreamError, StreamInterruptedError
+from .._options import GenerateOptions, Message
+from .._sequencer import BlockSequencer
+from .._sse import SSEDecoder, SSEEvent
+from .._transport import StreamRequest
+from ._base import HttpAdapter, Translator, count, parse_json
+
+__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicAdapter"]
+
+#: ``max_tokens`` sent when the options leave it unset (the API requires one)
+DEFAULT_MAX_TOKENS = 4096
+API_VERSION = "2023-06-01"
+
+
+class AnthropicAdapter(HttpAdapter[SSEEvent]):
+    """Anthropic Messages streaming (``POST /v1/messages``)."""
+
+    route: ClassVar[str] = "anthropic"
+    default_base_url: ClassVar[str | None] = "https://api.anthropic.com"
+
+    def build_request(self, options: GenerateOptions) -> StreamRequest:
+        headers = {
+            "x-api-key": self.api_key,
+            "anthropic-version": API_VERSION,
+            "accept": "text/event-stream",
+        }
+        return StreamRequest(
+            route=self.route,
+            url=f"{self.base_url}/v1/messages",
+            headers=self._headers(headers),
+            json=request_body(options),
+        )
+
+    def decoder(self) -> SSEDecoder:
+        return _CutAwareSSEDecoder()
+
+    def translator(self, sequencer: BlockSequencer) -> AnthropicTranslator:
+        return AnthropicTranslator(self.route, sequencer)
+
+
+class _CutAwareSSEDecoder(SSEDecoder):
+    """An SSEDecoder whose end of body tells a cut event from a bad one.
+
+    ``flush`` dispatches a last event that had no blank line after it (some real
+    bodies end so). When the body stopped inside that event its JSON is cut
+    short: that is an interrupted stream, not a malformed one.
+    """
+
+    __slots__ = ()
+
+    def flush(self) -> list[SSEEvent]:
+        events = super().flush()
+        if self.truncated and events:
+            try:
+                orjson.loads(events[-1].data)
+            except orjson.JSONDecodeError:
+                raise StreamInterruptedError("the stream was cut inside an event") from None
+        return events
+
+
+# -- request mapping -------------------------------------------------------------
+
+
+def request_body(options: GenerateOptions) -> dict[str, Any]:
+    """The Messages API body for ``options``."""
+    body: dict[str, Any] = {
+        "model": options.model,
+        "max_tokens": options.max_tokens if options.max_tokens is not None else DEFAULT_MAX_TOKENS,
+        "stream": True,
+    }
+    system = [m.content for m in options.messages if m.role == "system"]
+    if system:
+        body["system"] = "\n\n".join(system)
+    body["messages"] = _messages(options.messages)
+    if options.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            for t in options.tools
+        ]
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    return _merge(body, options.extra)
+
+
+def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] | None = None  # the user turn collecting tool results
+    for message in messages:
+        if message.role == "system":
+            continue
+        if message.role == "tool":
+            if results is None:
+                results = []
+                out.append({"role": "user", "content": results})
+            results.append({"type": "tool_result", "tool_use_id": message.call_id, "content": message.content})
+            continue
+        results = None
+        out.append(_turn(message))
+    return out
+
+
+def _turn(message: Message) -> dict[str, Any]:
+    if not message.tool_calls:
+        return {"role": message.role, "content": message.content}
+    content: list[dict[str, Any]] = []
+    if message.content:
+        content.append({"type": "text", "text": message.content})
+    content += [
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": _arguments(c.arguments, c.name)}
+        for c in message.tool_calls
+    ]
+    return {"role": "assistant", "content": content}
+
+
+def _arguments(arguments: str, name: str) -> dict[str, Any]:
+    """A history tool call's JSON arguments as the object ``input`` must be."""
+    try:
+        value = orjson.loads(arguments) if arguments.strip() else {}
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"tool call {name!r} in the history has arguments that are not a JSON object: "
+            f"{arguments[:80]!r}; Anthropic needs an object as tool_use input"
+        )
+    return value
+
+
+def _merge(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in extra.items():
+        current = body.get(key)
+        if isinstance(current, dict) and isinstance(value, Mapping):
+            body[key] = {**current, **value}
+        else:
+            body[key] = value
+    return body
+
+
+# -- event mapping ---------------------------------------------------------------
+
+
+class AnthropicTranslator(Translator[SSEEvent]):
+    """Per-stream state of the Messages event mapping (see the module docstring)."""
+
+    terminal_event = "message_stop"
+
+    def __init__(self, route: str, sequencer: BlockSequencer) -> None:
+        super().__init__(route, sequencer)
+        self._started = False
+        self._usage: dict[str, int] = {}
+        self._stop_reason: str | None = None
+        #: provider index -> "text" | "reasoning" | "tool" for blocks we translate
+        self._blocks: dict[int, str] = {}
+        #: tool blocks whose start event carried a non-empty input, until a delta comes
+        self._start_input: dict[int, object] = {}
+        self._handlers: dict[str, Callable[[dict[str, Any]], list[StreamChunk]]] = {
+            "message_start": self._message_start,
+            "content_block_start": self._block_start,
+            "content_block_delta": self._block_delta,
+            "content_block_stop": self._block_stop,
+            "message_delta": self._message_delta,
+            "message_stop": self._message_stop,
+            "error": self._error,
+        }
+
+    def event(self, event: SSEEvent) -> list[StreamChunk]:
+        payload = parse_json(event.data, route=self.route)
+        if not isinstance(payload, dict):
+            raise MalformedStreamError(
+                f"event is not a JSON object: {event.data[:80]!r}", raw=event.data.encode(), route=self.route
+            )
+        kind = payload.get("type") or event.event
+        handler = self._handlers.get(kind)
+        return handler(payload) if handler is not None else []
+
+    @staticmethod
+    def _key(index: int) -> Hashable:
+        return ("block", index)
+
+    def _message_start(self, payload: dict[str, Any]) -> list[StreamChunk]:
+        if not self._started:  # a repeated message_start must not reset anything
+            self._started = True
+            message = payload.get("message")
+            self._take_usage(message.get("usage") if isinstance(message, dict) else None)
+        return []
+
+    def _block_start(self, payload: dict[str, Any]) -> list[StreamChunk]:
+        index, block = payload.get("index"), payload.get("content_block")
+        if not isinstance(index, int) or not isinstance(block, dict):
+            raise MalformedStreamError(f"content_block_start without index/content_block: {payload}", route=self.route)
+        kind, key = block.get("type"), self._key(index)
+        if kind == "text":
+            self._blocks[index] = "text"
+            return self.seq.text(_str(block.get("text")), key=key)
+        if kind == "thinking":
+            self._blocks[index] = "reasoning"
+            return self.seq.reasoning(_str(block.get("thinking")), key=key)
+        if kind == "tool_use":
+            self._blocks[index] = "tool"
+            if block.get("input"):
+                self._start_input[index] = block["input"]
+            return self.seq.tool_call(key, call_id=_str(block.get("id")), name=_str(block.get("name")))
+        return []  # redacted_thinking, server tool blocks and their results: see module docstring
+
+    def _block_delta(self, payload: dict[str, Any]) -> list[StreamChunk]:
+        index, delta = payload.get("index"), payload.get("delta")
+        if not isinstance(index, int) or not isinstance(delta, dict) or index not in self._blocks:
+            return []  # a skipped block's delta
+        key, kind = self._key(index), delta.get("type")
+        if kind == "text_delta":
+            return self.seq.text(_str(delta.get("text")), key=key)
+        if kind == "thinking_delta":
+            return self.seq.reasoning(_str(delta.get("thinking")), key=key)
+        if kind == "signature_delta":
+            return self.seq.reasoning("", key=key, signature=_str(delta.get("signature")))
+        if kind == "input_json_delta" and self._blocks[index] == "tool":
+            fragment = _str(delta.get("partial_json"))
+            if fragment:
+                self._start_input.pop(index, None)
+            return self.seq.tool_call(key, arguments=fragment)
+        return []  # citations_delta and future delta types carry nothing we map
+
+    def _block_stop(self, payload: dict[str, Any]) -> list[StreamChunk]:
+        index = payload.get("index")
+        if not isinstance(index, int) or self._blocks.pop(index, None) is None:
+            return []
+        out: list[StreamChunk] = []
+        start_input = self._start_input.pop(index, None)
+        if start_input is not None:
+            # some Messages-compatible servers send the whole input in the start event
+            out += self.seq.tool_call(self._key(index), arguments=orjson.dumps(start_input).decode())
+        return out + self.seq.end(self._key(index))
+
+    def _message_delta(self, payload: dict[str, Any]) -> list[StreamChunk]:
+        delta = payload.get("delta")
+        if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
+            self._stop_reason = delta["stop_reason"]
+        self._take_usage(payload.get("usage"))
+        return []
+
+    def _message_stop(self, payload: dict[str, Any]) -> list[StreamChunk]:
+        usage = Usage(
+            input_tokens=self._usage.get("input_tokens", 0),
+            output_tokens=self._usage.get("output_tokens", 0),
+            cached_input_tokens=self._usage.get("cache_read_input_tokens"),
+        )
+        return self.finish(usage, self._stop_reason)
+
+    def _error(self, payload: dict[str, Any]) -> list[StreamChunk]:
+        raise self.error(payload)
+
+    def _take_usage(self, usage: object) -> None:
+        if not isinstance(usage, dict):
+            return
+        for name in ("input_tokens", "output_tokens", "cache_read_input_tokens"):
+            value = count(usage.get(name))
+            if value is not None:
+                self._usage[name] = value
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""

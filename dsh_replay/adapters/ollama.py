@@ -1,0 +1,219 @@
+"""Ollama adapter (route ``ollama``): ``POST /api/chat``, streamed as NDJSON.
+
+https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion
+
+Request mapping: ``{model, messages, stream: true, tools?, options?}``. A local
+Ollama needs no key, so ``api_key`` may be empty; when one is given (Ollama
+behind an authenticating proxy, or ollama.com) it goes in ``Authorization:
+Bearer``.
+
+- Roles map one to one. An assistant tool call is sent as ``tool_calls:
+  [{function: {name, arguments}}]`` with ``arguments`` as a JSON *object*, as
+  Ollama returns it; a tool result is ``{"role": "tool", "content", "tool_name"}``
+  (the name from the tool message or else from the call it answers — Ollama
+  matches results to calls by name, not id).
+- Tools use the OpenAI-style ``{type: "function", function: {...}}`` shape;
+  ``temperature`` and ``max_tokens`` go in ``options`` (``num_predict``).
+- ``options.extra`` is merged into the body last (one level deep for objects, so
+  ``{"options": {"num_ctx": 8192}}`` adds to ours).
+
+Event mapping, one JSON object per line:
+
+- ``message.thinking`` is reasoning, ``message.content`` text. ``/api/generate``
+  lines carry the same at top level (``response``, ``thinking``); they are
+  accepted too, so a body from either endpoint can be traced.
+- ``message.tool_calls`` arrive whole, ``arguments`` as an object (serialized to
+  JSON text for the one delta; a string is passed through). Ollama gives no id
+  before v0.12 and sometimes none after: we use ``id`` when present and otherwise
+  derive ``call_{n}_{name}``, ``n`` being the call's 0-based position in the
+  response — stable for the same body, unique within one response.
+- The line with ``done: true`` is terminal: its own content first, then usage
+  (``prompt_eval_count`` → input, ``eval_count`` → output; 0 when absent) and
+  finish with ``raw`` = ``done_reason`` (``stop``, ``length``, ``load`` …).
+  Ollama says ``stop`` even after tool calls; the finish kind follows the blocks.
+- An ``{"error": "..."}`` line raises. Ollama writes it when generation fails
+  after the 200 status was sent, i.e. a server-side failure, so an error the
+  payload does not classify becomes a :class:`ServerError` (no status attached:
+  the HTTP status was 200). A body that ends without the ``done`` line (also one
+  cut inside a line) raises :class:`StreamInterruptedError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import orjson
+
+from .._chunks import StreamChunk, Usage
+from .._exceptions import (
+    ConfigError,
+    MalformedStreamError,
+    ProviderError,
+    ServerError,
+    StreamInterruptedError,
+)
+from .._ndjson import NDJSONDecoder
+from .._options import GenerateOptions, Message
+from .._sequencer import BlockSequencer
+from .._transport import StreamRequest
+from ._base import HttpAdapter, Translator, count
+
+__all__ = ["OllamaAdapter"]
+
+
+class OllamaAdapter(HttpAdapter[object]):
+    """Ollama ``/api/chat`` streaming (NDJSON)."""
+
+    route: ClassVar[str] = "ollama"
+    default_base_url: ClassVar[str | None] = "http://localhost:11434"
+    requires_api_key: ClassVar[bool] = False
+
+    def build_request(self, options: GenerateOptions) -> StreamRequest:
+        headers = {"accept": "application/x-ndjson"}
+        if self.api_key:
+            headers["authorization"] = f"Bearer {self.api_key}"
+        return StreamRequest(
+            route=self.route,
+            url=f"{self.base_url}/api/chat",
+            headers=self._headers(headers),
+            json=request_body(options),
+        )
+
+    def decoder(self) -> NDJSONDecoder:
+        return _CutAwareNDJSONDecoder()
+
+    def translator(self, sequencer: BlockSequencer) -> OllamaTranslator:
+        return OllamaTranslator(self.route, sequencer)
+
+
+class _CutAwareNDJSONDecoder(NDJSONDecoder):
+    """An NDJSONDecoder that calls a last line cut short (no LF, bad JSON) an interrupted stream."""
+
+    __slots__ = ()
+
+    def flush(self) -> list[object]:
+        try:
+            return super().flush()
+        except MalformedStreamError:
+            raise StreamInterruptedError("the stream was cut inside an NDJSON line") from None
+
+
+# -- request mapping -------------------------------------------------------------
+
+
+def request_body(options: GenerateOptions) -> dict[str, Any]:
+    """The ``/api/chat`` body for ``options``."""
+    body: dict[str, Any] = {
+        "model": options.model,
+        "messages": _messages(options.messages),
+        "stream": True,
+    }
+    if options.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
+            }
+            for t in options.tools
+        ]
+    settings: dict[str, Any] = {}
+    if options.temperature is not None:
+        settings["temperature"] = options.temperature
+    if options.max_tokens is not None:
+        settings["num_predict"] = options.max_tokens
+    if settings:
+        body["options"] = settings
+    for key, value in options.extra.items():
+        current = body.get(key)
+        body[key] = {**current, **value} if isinstance(current, dict) and isinstance(value, Mapping) else value
+    return body
+
+
+def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    names: dict[str, str] = {c.id: c.name for m in messages for c in m.tool_calls}
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        turn: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.tool_calls:
+            turn["tool_calls"] = [
+                {"function": {"name": c.name, "arguments": _arguments(c.arguments, c.name)}}
+                for c in message.tool_calls
+            ]
+        if message.role == "tool":
+            name = message.name or names.get(message.call_id or "")
+            if name:
+                turn["tool_name"] = name
+        out.append(turn)
+    return out
+
+
+def _arguments(arguments: str, name: str) -> dict[str, Any]:
+    try:
+        value = orjson.loads(arguments) if arguments.strip() else {}
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"tool call {name!r} in the history has arguments that are not a JSON object: "
+            f"{arguments[:80]!r}; Ollama needs an object as function.arguments"
+        )
+    return value
+
+
+# -- event mapping ---------------------------------------------------------------
+
+
+class OllamaTranslator(Translator[object]):
+    """Per-stream state of the Ollama event mapping (see the module docstring)."""
+
+    terminal_event = 'the line with "done": true'
+
+    def __init__(self, route: str, sequencer: BlockSequencer) -> None:
+        super().__init__(route, sequencer)
+        self._calls = 0
+
+    def event(self, event: object) -> list[StreamChunk]:
+        if not isinstance(event, dict):
+            raise MalformedStreamError(f"NDJSON line is not a JSON object: {str(event)[:80]}", route=self.route)
+        if "error" in event:
+            raise self._stream_error(event)
+        message = event.get("message")
+        message = message if isinstance(message, dict) else {}
+        out: list[StreamChunk] = []
+        thinking = message.get("thinking", event.get("thinking"))
+        if isinstance(thinking, str):
+            out += self.seq.reasoning(thinking)
+        content = message.get("content", event.get("response"))
+        if isinstance(content, str):
+            out += self.seq.text(content)
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            out += self._tool_call(call)
+        if event.get("done") is True:
+            usage = Usage(
+                input_tokens=count(event.get("prompt_eval_count")) or 0,
+                output_tokens=count(event.get("eval_count")) or 0,
+            )
+            reason = event.get("done_reason")
+            out += self.finish(usage, reason if isinstance(reason, str) else None)
+        return out
+
+    def _tool_call(self, call: object) -> list[StreamChunk]:
+        function = call.get("function") if isinstance(call, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(call, dict) or not isinstance(function, dict) or not isinstance(name, str) or not name:
+            raise MalformedStreamError(f"tool call without a function name: {call}", route=self.route)
+        key = ("call", self._calls)
+        self._calls += 1
+        given = call.get("id")
+        call_id = given if isinstance(given, str) and given else f"call_{key[1]}_{name}"
+        arguments = function.get("arguments")
+        text = arguments if isinstance(arguments, str) else orjson.dumps(arguments or {}).decode()
+        return self.seq.tool_call(key, call_id=call_id, name=name, arguments=text) + self.seq.end(key)
+
+    def _stream_error(self, payload: dict[str, Any]) -> Exception:
+        error = self.error(payload)
+        if type(error) is ProviderError:
+            return ServerError(error.message, route=self.route, request_id=error.request_id)
+        return error
