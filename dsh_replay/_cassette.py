@@ -279,12 +279,29 @@ _Dumper.add_representer(_Flow, lambda d, s: d.represent_sequence("tag:yaml.org,2
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def _round_trips(text: str) -> bool:
+    # indented as in a cassette: a literal block's indentation indicator depends on it
+    dumped = yaml.dump({"a": {"b": {"string": text}}}, Dumper=_Dumper, allow_unicode=True, width=1 << 30)
+    return bool(yaml.load(dumped, Loader=_Loader)["a"]["b"]["string"] == str(text))
+
+
 def _body_value(body: bytes, readable: bool) -> Any:
+    """``body`` as the file holds it: a literal block, a string, or ``!!binary``.
+
+    ``readable`` (for the file) picks the most readable form that reads back
+    byte-exactly. A literal block cannot hold every string (CR, trailing spaces),
+    and PyYAML's pure-Python emitter writes NEL/LS/PS unescaped even in quoted
+    strings, where they read back as line breaks; ``!!binary`` always round-trips.
+    """
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        return body  # !!binary
-    return _Literal(text) if readable and "\n" in text else text
+        return body
+    if not readable:
+        return text
+    if "\n" in text and _round_trips(_Literal(text)):
+        return _Literal(text)
+    return text if _round_trips(text) else body
 
 
 def _headers_dict(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
@@ -314,7 +331,7 @@ class Cassette:
         except (OSError, UnicodeDecodeError) as exc:
             raise CassetteError(f"cannot read cassette {path}: {exc}", path=str(path)) from None
         try:
-            data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+            data = yaml.load(text, Loader=_Loader)  # a safe loader: no arbitrary objects
         except yaml.YAMLError as exc:
             where = ""
             mark = getattr(exc, "problem_mark", None)
@@ -338,8 +355,11 @@ class Cassette:
         metadata = data.get("dsh_replay") or {}
         if not isinstance(metadata, dict):
             raise bad("'dsh_replay' metadata must be a mapping")
-        if metadata.get("format", FORMAT_VERSION) > FORMAT_VERSION:
-            raise bad(f"format {metadata['format']} is newer than this dsh-replay understands ({FORMAT_VERSION}); upgrade dsh-replay")
+        fmt = metadata.get("format", FORMAT_VERSION)
+        if not isinstance(fmt, int) or isinstance(fmt, bool):
+            raise bad(f"'dsh_replay.format' must be an integer, got {fmt!r}")
+        if fmt > FORMAT_VERSION:
+            raise bad(f"format {fmt} is newer than this dsh-replay understands ({FORMAT_VERSION}); upgrade dsh-replay")
         interactions = []
         for position, raw in enumerate(data["interactions"]):
             try:
@@ -360,20 +380,13 @@ class Cassette:
 
     def dumps(self) -> str:
         data = self.to_dict(readable=True)
-        text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 30)
-        # A literal block cannot hold every string (e.g. CR, trailing spaces before a
-        # line break): keep it only when the file reads back byte-exactly.
-        back = yaml.load(text, Loader=_Loader)  # noqa: S506
-        for position, (mine, theirs) in enumerate(zip(data["interactions"], back["interactions"])):
-            if str(mine["response"]["body"]["string"]) != theirs["response"]["body"]["string"]:
-                data["interactions"][position]["response"]["body"]["string"] = str(mine["response"]["body"]["string"])
-                text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 30)
-        return text
+        return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 30)
 
     def check_secrets(self) -> None:
         """Refuse (``CassetteError``) if any credential-shaped string is left."""
         for position, interaction in enumerate(self.interactions):
             raw = _interaction_to_dict(interaction, readable=False)
+            raw["response"].get("dsh_replay", {}).pop("fragments", None)  # numbers only
             for hit in find_secrets(raw):
                 raise CassetteError(
                     f"refusing to write cassette {self.path}: {hit.kind} found in interaction {position}, "
@@ -410,10 +423,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 def _interaction_to_dict(interaction: Interaction, readable: bool) -> dict[str, Any]:
     request = interaction.request._to_dict()
     if isinstance(request.get("body"), bytes):
-        try:
-            request["body"] = request["body"].decode("utf-8")
-        except UnicodeDecodeError:
-            pass  # stays !!binary
+        request["body"] = _body_value(request["body"], readable)
     response: dict[str, Any] = {
         "status": {"code": interaction.status, "message": interaction.reason},
         "headers": _headers_dict(interaction.headers),

@@ -268,6 +268,19 @@ def recording_response(lib: types.ModuleType, response: Any, recorder: Recorder,
     """Swap the live response's stream for one that records while passing fragments through."""
     sync_stream, async_stream = _transport_classes(lib)[2:]
     inner = response.stream
+    if hasattr(response, "_content"):
+        # A transport that builds its response from bytes (MockTransport, respx) hands
+        # it over already read: nothing will stream through, so note the body now.
+        if isinstance(inner, lib.ByteStream):
+            raw = b"".join(inner)
+        else:  # only the decoded body is left: record it as such
+            raw = response.content
+            recorder.interaction.headers = [
+                (k, v) for k, v in recorder.interaction.headers if k.lower() != "content-encoding"
+            ]
+        recorder.fragment(raw)
+        recorder.finish(complete=True)
+        return response
     if is_async:
 
         async def agen() -> AsyncIterator[bytes]:
@@ -321,8 +334,12 @@ class _Stop:
 
 def _stop_for(interaction: Interaction, fault: Fault | None) -> _Stop | None:
     if fault is not None:
-        return _Stop(min(fault.at, len(interaction.body)), fault.kind if fault.kind != "reset" else "raise",
-                     "ReadError" if fault.kind == "reset" else "", "connection reset by peer (injected fault)")
+        at = min(fault.at, len(interaction.body))
+        if fault.kind == "reset":
+            return _Stop(at, "raise", "ReadError", f"connection reset by peer after {at} bytes (injected fault)")
+        if fault.kind == "stall":
+            return _Stop(at, "stall", "ReadTimeout", f"no bytes after {at} bytes: read timed out (injected fault)")
+        return _Stop(at, "truncate")
     if interaction.error is not None:
         e = interaction.error
         kind = "stall" if e.kind in ("ReadTimeout", "TimeoutException") else "raise"
@@ -385,10 +402,18 @@ def replay_response(
         plan = _clip(plan, stop.at)
     read_timeout = _read_timeout(request)
 
-    def stall_seconds() -> float:
-        # a stalled stream ends the way the client's read timeout would end it
-        if stop is not None and stop.kind == "stall" and read_timeout is not None and (fault is not None or speed > 0):
-            return read_timeout
+    def final_wait(elapsed: float) -> float:
+        """Seconds to wait after the last piece before the stream fails."""
+        if stop is None:
+            return 0.0
+        if stop.kind == "stall":
+            # a stalled stream ends the way the client's read timeout would end it
+            if read_timeout is not None and (fault is not None or speed > 0):
+                return read_timeout
+            return 0.0
+        if fault is None and speed > 0:
+            # a recorded failure strikes when it struck, at the replay's pace
+            return max(0.0, stop.at_ms * speed / 1000.0 - elapsed)
         return 0.0
 
     if is_async:
@@ -403,7 +428,9 @@ def replay_response(
                 yield body[start:end]
                 start = end
             if stop is not None and stop.kind != "truncate":
-                await asyncio.sleep(stall_seconds())
+                wait = final_wait(time.perf_counter() - started)
+                if wait > 0:
+                    await asyncio.sleep(wait)
                 raise _stop_error(lib, stop, request, path)
 
         stream: Any = async_stream(agen(), lambda: None)
@@ -419,7 +446,9 @@ def replay_response(
                 yield body[start:end]
                 start = end
             if stop is not None and stop.kind != "truncate":
-                time.sleep(stall_seconds())
+                wait = final_wait(time.perf_counter() - started)
+                if wait > 0:
+                    time.sleep(wait)
                 raise _stop_error(lib, stop, request, path)
 
         stream = sync_stream(gen(), lambda: None)

@@ -47,8 +47,16 @@ def find_secrets(value: object, field: str = "") -> Iterator[SecretHit]:
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
+        # One hit per secret: the patterns run most specific first, and a match
+        # overlapping one already reported (sk-ant-… is also sk-…, "Bearer sk-…"
+        # is also a bearer token) is the same secret.
+        taken: list[tuple[int, int]] = []
         for kind, pattern in _PATTERNS:
             for match in pattern.finditer(value):
+                start, end = match.span()
+                if any(start < t_end and t_start < end for t_start, t_end in taken):
+                    continue
+                taken.append((start, end))
                 yield SecretHit(kind, field or "<value>", mask(match.group(0)))
     elif isinstance(value, dict):
         for key, item in value.items():

@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._version import __version__
 from ._cassette import (
     FORMAT_VERSION,
     Cassette,
@@ -39,8 +38,17 @@ from ._cassette import (
     describe_mismatch,
 )
 from ._exceptions import CassetteError
-from ._intercept import Fault, Fragmentation, Recorder, install, recording_response, replay_response, uninstall
+from ._intercept import (
+    Fault,
+    Fragmentation,
+    Recorder,
+    install,
+    recording_response,
+    replay_response,
+    uninstall,
+)
 from ._options import GenerateOptions
+from ._version import __version__
 
 __all__ = ["CassetteSession", "use_cassette"]
 
@@ -185,18 +193,33 @@ class CassetteSession:
 
     # -- tear-down -----------------------------------------------------------------
 
-    def close(self) -> None:
-        """Finish recordings the caller left open, then write the cassette if it changed."""
+    def _drop_rerecorded(self) -> None:
+        # vcrpy's "all": what was recorded now replaces the loaded interactions it
+        # matches (so re-recording does not pile up stale copies that a later replay
+        # would play first); loaded interactions nobody asked for again are kept.
+        loaded = {id(interaction) for interaction in self._loaded}
+        fresh = [i for i in self.cassette.interactions if id(i) not in loaded]
+        kept = [old for old in self._loaded if not any(self._matches(new.request, old) for new in fresh)]
+        self.cassette.interactions = kept + fresh
+
+    def close(self, *, failed: bool = False) -> None:
+        """Finish recordings the caller left open, then write the cassette if it changed.
+
+        ``failed``: the block raised. A ``rewrite`` that recorded nothing then keeps
+        the old cassette (the provider was down, say) instead of deleting it.
+        """
         for recorder in self._recorders:
             recorder.finish(complete=False)
+        if self.recorded and self.record_mode is RecordMode.ALL:
+            self._drop_rerecorded()
         if self.recorded:
             self.cassette.save()
             self.wrote = True
-        elif self.record_mode is RecordMode.REWRITE and self.path.exists():
+        elif self.record_mode is RecordMode.REWRITE and not failed and self.path.exists():
             self.path.unlink()
 
 
-class use_cassette:  # noqa: N801 - reads like vcrpy's vcr.use_cassette
+class use_cassette:  # lower-case: it reads like vcrpy's vcr.use_cassette
     """Record or replay every httpx/httpx2 request made inside the block.
 
     Usable as ``with use_cassette(...) as session:`` and ``async with``. See
@@ -233,7 +256,7 @@ class use_cassette:  # noqa: N801 - reads like vcrpy's vcr.use_cassette
         assert self.session is not None
         uninstall(self.session)
         if exc_info[0] is None or not isinstance(exc_info[1], CassetteError):
-            self.session.close()
+            self.session.close(failed=exc_info[0] is not None)
 
     async def __aenter__(self) -> CassetteSession:
         return self.__enter__()
