@@ -1,0 +1,377 @@
+"""OpenAI Chat Completions (route ``openai``) and its dialects (route ``openai-compatible``).
+
+Request mapping
+---------------
+``POST {base_url}/chat/completions`` with ``stream: true`` and
+``stream_options.include_usage`` (https://platform.openai.com/docs/api-reference/chat/create).
+History is sent in the Chat shape: assistant tool calls as ``tool_calls`` (content
+``null`` when the assistant said nothing), tool results as ``role: "tool"``
+messages with ``tool_call_id``. ``options.extra`` is merged into the body last;
+an extra value of ``None`` removes the key (e.g. ``{"stream_options": None}`` for
+a server that rejects it).
+
+Event mapping
+-------------
+Every ``data:`` payload is a ``chat.completion.chunk``. Only choice 0 is
+translated: with ``n > 1`` the other choices are interleaved in the same stream
+and the protocol has one generation per stream. Tool-call fragments are keyed
+by their ``index``; ``id`` and ``name`` come only on the first fragment, and a
+later fragment carrying ``"name": ""`` does not rename the call (the sequencer
+keeps the first name). Dialects seen in real traffic (``FORMAT-NOTES.md``):
+reasoning in ``reasoning_content`` (DeepSeek, vLLM, z.ai) or ``reasoning``
+(Groq, OpenRouter), Mistral ``content`` as a list of text/thinking parts, a
+whole call in one delta without ``index`` (its position stands in), usage on
+the finish chunk, in a trailing ``choices: []`` chunk, or in ``x_groq.usage``.
+
+When finish is emitted
+----------------------
+At ``data: [DONE]``, the stream's terminal event, with the last finish reason
+and the last usage seen: they arrive in either order, in one chunk or two, and
+a provider may repeat a growing usage (Perplexity) or send an error beside the
+choices after the finish reason (OpenRouter), so nothing is final before
+``[DONE]``. A missing ``finish_reason`` gives ``raw = None`` (Snowflake never
+sends one); missing usage gives zeros (the provider reported none). A server
+that omits ``[DONE]`` is finished when its body ends cleanly after both a finish
+reason and usage arrived. Any other end of body raises
+:class:`StreamInterruptedError`: nothing is made up to fill the gap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import orjson
+
+from .._chunks import StreamChunk, Usage
+from .._exceptions import ConfigError, MalformedStreamError, StreamInterruptedError
+from .._options import GenerateOptions, Message, ToolDefinition
+from .._sequencer import BlockSequencer
+from .._sse import SSEDecoder, SSEEvent
+from .._transport import StreamRequest
+from ._base import HttpAdapter, Translator, count, parse_json
+
+__all__ = [
+    "ChatTranslator",
+    "EventStreamDecoder",
+    "OpenAIChatAdapter",
+    "OpenAICompatibleAdapter",
+    "merge_extra",
+    "sequence_of",
+]
+
+_NO_USAGE = Usage(input_tokens=0, output_tokens=0)
+
+
+class EventStreamDecoder:
+    """An :class:`SSEDecoder` that calls a body cut inside an event *interrupted*.
+
+    At the end of the body the SSE decoder dispatches a final event even without
+    its blank line. If that event is cut mid-JSON, the connection was lost in the
+    middle of it: that is a :class:`StreamInterruptedError`, not a malformed event.
+    """
+
+    def __init__(self) -> None:
+        self._inner = SSEDecoder()
+
+    def feed(self, data: bytes) -> list[SSEEvent]:
+        return self._inner.feed(data)
+
+    def flush(self) -> list[SSEEvent]:
+        events = self._inner.flush()
+        if self._inner.truncated and events and not _whole(events[-1].data):
+            raise StreamInterruptedError(
+                f"the body ended inside an event ({events[-1].data[:60]!r}...); the response is incomplete"
+            )
+        return events
+
+
+def _whole(data: str) -> bool:
+    if data.strip() == "[DONE]":
+        return True
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def sequence_of(value: object) -> Sequence[Any]:
+    """``value`` if it is a list, else an empty tuple (provider fields are often null)."""
+    return value if isinstance(value, list) else ()
+
+
+def merge_extra(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``extra`` over ``body``; a ``None`` value removes the key."""
+    for key, value in extra.items():
+        if value is None:
+            body.pop(key, None)
+        else:
+            body[key] = value
+    return body
+
+
+# -- request mapping -----------------------------------------------------------------
+
+
+def chat_message(message: Message) -> dict[str, Any]:
+    """One history message in the Chat Completions shape."""
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        # an assistant turn that only called tools has content null, as the API returns it
+        out["content"] = message.content or None
+        out["tool_calls"] = [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call in message.tool_calls
+        ]
+    if message.name:
+        out["name"] = message.name
+    return out
+
+
+def chat_tool(tool: ToolDefinition) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": dict(tool.parameters)},
+    }
+
+
+# -- event mapping -----------------------------------------------------------------------
+
+
+def chat_usage(payload: Mapping[str, Any]) -> Usage | None:
+    """The usage a chunk carries (top level, or Groq's ``x_groq.usage``), if any."""
+    raw = payload.get("usage")
+    if not isinstance(raw, dict):
+        groq = payload.get("x_groq")
+        raw = groq.get("usage") if isinstance(groq, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    prompt, completion = count(raw.get("prompt_tokens")), count(raw.get("completion_tokens"))
+    if prompt is None and completion is None:
+        return None
+    prompt_details = raw.get("prompt_tokens_details")
+    cached = count(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else None
+    if cached is None:  # DeepSeek's own name for it
+        cached = count(raw.get("prompt_cache_hit_tokens"))
+    completion_details = raw.get("completion_tokens_details")
+    reasoning = (
+        count(completion_details.get("reasoning_tokens")) if isinstance(completion_details, dict) else None
+    )
+    return Usage(
+        input_tokens=prompt or 0,
+        output_tokens=completion or 0,
+        cached_input_tokens=cached,
+        reasoning_tokens=reasoning,
+    )
+
+
+class ChatTranslator(Translator[SSEEvent]):
+    """Chat Completions chunks → sequencer calls (see the module docstring)."""
+
+    terminal_event = "`data: [DONE]` (or a finish_reason and the usage before the body ended)"
+
+    def __init__(self, route: str, sequencer: BlockSequencer) -> None:
+        super().__init__(route, sequencer)
+        self._reason: str | None = None
+        self._usage: Usage | None = None
+        self._calls = 0
+        self._by_index: dict[int, Hashable] = {}
+        self._by_id: dict[str, Hashable] = {}
+        self._id_of: dict[Hashable, str] = {}
+
+    def event(self, event: SSEEvent) -> list[StreamChunk]:
+        if event.data.strip() == "[DONE]":
+            return self.finish(self._usage or _NO_USAGE, self._reason)
+        payload = parse_json(event.data, route=self.route)
+        if not isinstance(payload, dict):
+            raw = event.data.encode()
+            raise MalformedStreamError(f"a chunk is not a JSON object: {raw[:80]!r}", raw=raw, route=self.route)
+        # an error object, in an `event: error` block (Groq) or beside the choices (OpenRouter)
+        if event.event == "error" or payload.get("error"):
+            raise self.error(payload)
+        out: list[StreamChunk] = []
+        for choice in sequence_of(payload.get("choices")):
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                out += self._choice(choice)
+        usage = chat_usage(payload)
+        if usage is not None:
+            self._usage = usage  # later reports win: Perplexity repeats a growing usage per chunk
+        return out
+
+    def end(self) -> list[StreamChunk]:
+        if not self.finished and self._reason is not None and self._usage is not None:
+            return self.finish(self._usage, self._reason)  # a server that omits [DONE]
+        return super().end()
+
+    def _choice(self, choice: Mapping[str, Any]) -> list[StreamChunk]:
+        delta = choice.get("delta")
+        out: list[StreamChunk] = []
+        if isinstance(delta, dict):
+            out += self._reasoning(delta)
+            out += self._content(delta.get("content"))
+            # a refusal is what the model said instead of an answer; it stays visible as text
+            out += self.seq.text(_str(delta.get("refusal")) or "")
+            for position, call in enumerate(sequence_of(delta.get("tool_calls"))):
+                if isinstance(call, dict):
+                    out += self._tool_call(position, call)
+        reason = _str(choice.get("finish_reason"))
+        if reason is not None:
+            self._reason = reason
+        return out
+
+    def _reasoning(self, delta: Mapping[str, Any]) -> list[StreamChunk]:
+        # one field or the other, never both: some servers mirror one into the other
+        text = _str(delta.get("reasoning_content")) or _str(delta.get("reasoning"))
+        out = self.seq.reasoning(text) if text else []
+        # OpenRouter: the signature of Claude thinking rides in reasoning_details
+        for detail in sequence_of(delta.get("reasoning_details")):
+            signature = _str(detail.get("signature")) if isinstance(detail, dict) else None
+            if signature:
+                out += self.seq.reasoning("", signature=signature)
+        return out
+
+    def _content(self, content: object) -> list[StreamChunk]:
+        if isinstance(content, str):
+            return self.seq.text(content)
+        out: list[StreamChunk] = []
+        # Mistral/Magistral: [{"type": "text", "text"}, {"type": "thinking", "thinking": [parts]}]
+        for part in sequence_of(content):
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "text":
+                out += self.seq.text(_str(part.get("text")) or "")
+            elif part.get("type") == "thinking":
+                for text in _texts(part.get("thinking")):
+                    out += self.seq.reasoning(text)
+        return out
+
+    def _tool_call(self, position: int, call: Mapping[str, Any]) -> list[StreamChunk]:
+        function = call.get("function")
+        function = function if isinstance(function, dict) else {}
+        index = call.get("index")
+        call_id = _str(call.get("id"))
+        # Mistral and Groq send a whole call with no index: its position in the delta stands in
+        key = self._tool_key(index if type(index) is int else position, call_id)
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # a few servers send an object instead of JSON text
+            arguments = orjson.dumps(arguments).decode()
+        return self.seq.tool_call(
+            key,
+            call_id=call_id,
+            name=_str(function.get("name")),
+            arguments=arguments if isinstance(arguments, str) else "",
+        )
+
+    def _tool_key(self, index: int, call_id: str | None) -> Hashable:
+        """The sequencer key of a fragment: by id when known, else by index.
+
+        A new id on an index already taken by another call starts a new call
+        (servers that number every call 0).
+        """
+        key = self._by_id.get(call_id) if call_id else None
+        if key is None:
+            key = self._by_index.get(index)
+            if key is None or (call_id and self._id_of.get(key, call_id) != call_id):
+                key = ("tool", self._calls)
+                self._calls += 1
+                self._by_index[index] = key
+        if call_id:
+            self._by_id[call_id] = key
+            self._id_of.setdefault(key, call_id)
+        return key
+
+
+def _texts(parts: object) -> Iterable[str]:
+    if isinstance(parts, str):
+        yield parts
+    for part in sequence_of(parts):
+        text = _str(part.get("text")) if isinstance(part, dict) else _str(part)
+        if text:
+            yield text
+
+
+# -- adapters ----------------------------------------------------------------------------
+
+
+class OpenAIChatAdapter(HttpAdapter[SSEEvent]):
+    """OpenAI Chat Completions, streamed (route ``openai``).
+
+    ``OpenAIChatAdapter(api_key, *, base_url=None, client=None, drop_reasoning=False,
+    retry=DEFAULT_RETRY, read_timeout=60.0, headers=None)``; the key goes in the
+    ``Authorization: Bearer`` header only.
+    """
+
+    route: ClassVar[str] = "openai"
+    default_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
+    #: OpenAI deprecated ``max_tokens`` for ``max_completion_tokens`` (o-series refuse the old one)
+    max_tokens_field: ClassVar[str] = "max_completion_tokens"
+
+    def build_request(self, options: GenerateOptions) -> StreamRequest:
+        return StreamRequest(
+            route=self.route,
+            url=f"{self.base_url}/chat/completions",
+            headers=self._headers(self.auth_headers()),
+            json=self.body(options),
+        )
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}", "Accept": "text/event-stream"}
+
+    def body(self, options: GenerateOptions) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": options.model,
+            "messages": [chat_message(message) for message in options.messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if options.tools:
+            body["tools"] = [chat_tool(tool) for tool in options.tools]
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.max_tokens is not None:
+            body[self.max_tokens_field] = options.max_tokens
+        return merge_extra(body, options.extra)
+
+    def decoder(self) -> EventStreamDecoder:
+        return EventStreamDecoder()
+
+    def translator(self, sequencer: BlockSequencer) -> ChatTranslator:
+        return ChatTranslator(self.route, sequencer)
+
+
+class OpenAICompatibleAdapter(OpenAIChatAdapter):
+    """A server speaking the Chat Completions dialect (route ``openai-compatible``).
+
+    vLLM, llama.cpp server, LM Studio, Ollama's ``/v1``, Groq, Together, Mistral,
+    OpenRouter … ``base_url`` is required (the server's root, e.g.
+    ``http://localhost:8000/v1``); ``api_key`` is optional, as local servers take
+    none, and the ``Authorization`` header is sent only when a key is given.
+    Sends ``max_tokens``, the name every compatible server understands.
+    """
+
+    route: ClassVar[str] = "openai-compatible"
+    default_base_url: ClassVar[str | None] = None
+    requires_api_key: ClassVar[bool] = False
+    max_tokens_field: ClassVar[str] = "max_tokens"
+
+    def __init__(self, api_key: str | None = None, *, base_url: str | None = None, **kwargs: Any) -> None:
+        if not base_url:
+            raise ConfigError(
+                "OpenAICompatibleAdapter needs base_url, the server's OpenAI-compatible root, e.g. "
+                "http://localhost:8000/v1 (vLLM), http://localhost:11434/v1 (Ollama) or "
+                "https://api.groq.com/openai/v1"
+            )
+        super().__init__(api_key or "", base_url=base_url, **kwargs)
+
+    def auth_headers(self) -> dict[str, str]:
+        headers = super().auth_headers()
+        if not self.api_key:
+            del headers["Authorization"]
+        return headers

@@ -1,0 +1,275 @@
+"""OpenAI Responses API (route ``openai-responses``).
+
+Request mapping
+---------------
+``POST {base_url}/responses`` with ``stream: true``
+(https://platform.openai.com/docs/api-reference/responses/create). The whole
+conversation goes in ``input`` as items, in order: ``message`` items for
+system/user/assistant text, a ``function_call`` item (with ``call_id``) per
+assistant tool call, a ``function_call_output`` item per tool result. System
+messages stay ``role: "system"`` message items *in their place* rather than
+moving to ``instructions``: a conversation may carry several, mid-way, and the
+API treats both forms as the same system prompt. Tools are flat
+``{"type": "function", name, description, parameters, "strict": false}``:
+``strict`` defaults to *true* in this API, which rejects ordinary JSON schemas
+(optional properties, no ``additionalProperties: false``), so it is turned off
+explicitly; pass your own ``tools`` in ``options.extra`` to opt in.
+``max_tokens`` is sent as ``max_output_tokens``; ``options.extra`` is merged last
+(``None`` removes a key).
+
+Event mapping
+-------------
+Events are typed (https://platform.openai.com/docs/api-reference/responses-streaming).
+OpenAI sends ``event: <type>`` lines; OpenRouter omits them and ends with
+``data: [DONE]``, so dispatch is on the payload's ``type``. Output items are
+known by ``item_id`` (deltas) / ``item.id`` (``output_item.added``), with
+``output_index`` as the fallback:
+
+- ``response.output_text.delta`` / ``response.refusal.delta`` → text, one block per
+  message content part;
+- ``response.reasoning_summary_text.delta`` (one block per summary part) and
+  ``response.reasoning_text.delta`` (raw reasoning: DeepSeek, OpenRouter) → reasoning;
+- a ``function_call`` item → a tool-call block: ``call_id`` is the CallId (the
+  item's own ``fc_…`` id only links the argument deltas to it), ``name`` comes
+  from ``output_item.added``, arguments from ``function_call_arguments.delta``;
+  the block ends at ``output_item.done``. Server-side tool items
+  (``web_search_call``, ``file_search_call``, ``code_interpreter_call``, MCP …)
+  are executed by OpenAI and never become tool-call blocks; the text they lead
+  to is ordinary output text.
+
+Terminal events: ``response.completed`` (usage; ``raw`` = ``"completed"``) and
+``response.incomplete`` (usage; ``raw`` = ``incomplete_details.reason``, e.g.
+``max_output_tokens``). ``error`` and ``response.failed`` raise the typed
+:class:`ProviderError`. Usage comes only in the terminal event
+(``input_tokens``, ``output_tokens``, ``input_tokens_details.cached_tokens``,
+``output_tokens_details.reasoning_tokens``); a terminal event without usage
+gives zeros. A stream that ends without a terminal event — even after
+OpenRouter's ``[DONE]`` — raises :class:`StreamInterruptedError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, ClassVar
+
+from .._chunks import StreamChunk, Usage
+from .._exceptions import MalformedStreamError
+from .._options import GenerateOptions, Message, ToolDefinition
+from .._sequencer import BlockSequencer
+from .._sse import SSEEvent
+from .._transport import StreamRequest
+from ._base import HttpAdapter, Translator, count, parse_json
+from .openai_chat import EventStreamDecoder, merge_extra
+
+__all__ = ["OpenAIResponsesAdapter", "ResponsesTranslator"]
+
+# -- request mapping -------------------------------------------------------------------
+
+
+def input_items(message: Message) -> list[dict[str, Any]]:
+    """The Responses ``input`` items for one history message."""
+    if message.role == "tool":
+        return [{"type": "function_call_output", "call_id": message.call_id, "output": message.content}]
+    items: list[dict[str, Any]] = []
+    if message.content or not message.tool_calls:
+        items.append({"type": "message", "role": message.role, "content": message.content})
+    items += [
+        {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments}
+        for call in message.tool_calls
+    ]
+    return items
+
+
+def function_tool(tool: ToolDefinition) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": dict(tool.parameters),
+        "strict": False,
+    }
+
+
+# -- event mapping -------------------------------------------------------------------------
+
+
+def responses_usage(response: object) -> Usage:
+    """Usage of a terminal event's ``response`` (zeros when the provider sent none)."""
+    raw = response.get("usage") if isinstance(response, dict) else None
+    if not isinstance(raw, dict):
+        return Usage(input_tokens=0, output_tokens=0)
+    input_details = raw.get("input_tokens_details")
+    output_details = raw.get("output_tokens_details")
+    return Usage(
+        input_tokens=count(raw.get("input_tokens")) or 0,
+        output_tokens=count(raw.get("output_tokens")) or 0,
+        cached_input_tokens=count(input_details.get("cached_tokens")) if isinstance(input_details, dict) else None,
+        reasoning_tokens=count(output_details.get("reasoning_tokens")) if isinstance(output_details, dict) else None,
+    )
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+class ResponsesTranslator(Translator[SSEEvent]):
+    """Responses API events → sequencer calls (see the module docstring)."""
+
+    terminal_event = "response.completed (or response.incomplete)"
+
+    def __init__(self, route: str, sequencer: BlockSequencer) -> None:
+        super().__init__(route, sequencer)
+        self._ids: dict[int, str] = {}  # output_index -> item id
+        self._calls: dict[str, Hashable] = {}  # item id -> tool-call key
+        self._with_arguments: set[str] = set()  # function_call items whose arguments arrived
+
+    def event(self, event: SSEEvent) -> list[StreamChunk]:
+        if event.data.strip() == "[DONE]":
+            return []  # OpenRouter's sentinel; only a response.* terminal event ends the stream
+        payload = parse_json(event.data, route=self.route)
+        if not isinstance(payload, dict):
+            raw = event.data.encode()
+            raise MalformedStreamError(f"an event is not a JSON object: {raw[:80]!r}", raw=raw, route=self.route)
+        kind = _str(payload.get("type")) or event.event
+        if kind == "error":
+            raise self.error(payload)
+        handler = self._HANDLERS.get(kind)
+        return handler(self, payload) if handler is not None else []
+
+    # -- items ---------------------------------------------------------------------------
+
+    def _ref(self, payload: Mapping[str, Any]) -> str:
+        """The item an event belongs to: its ``item_id``, else what sits at ``output_index``."""
+        index = payload.get("output_index")
+        return _str(payload.get("item_id")) or self._ids.get(index if type(index) is int else -1) or f"#{index}"
+
+    def _item_added(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
+        item = payload.get("item")
+        if not isinstance(item, dict):
+            return []
+        index = payload.get("output_index")
+        ref = _str(item.get("id")) or f"#{index}"
+        if type(index) is int:
+            self._ids[index] = ref
+        if item.get("type") != "function_call":
+            return []  # messages and reasoning stream through their deltas; server tools are not ours
+        self._calls[ref] = ("call", ref)
+        return self._arguments(ref, item.get("arguments"), item)
+
+    def _arguments(self, ref: str, text: object, item: Mapping[str, Any] | None = None) -> list[StreamChunk]:
+        key = self._calls.setdefault(ref, ("call", ref))
+        if _str(text):
+            self._with_arguments.add(ref)
+        return self.seq.tool_call(
+            key,
+            call_id=_str(item.get("call_id")) if item else None,
+            name=_str(item.get("name")) if item else None,
+            arguments=_str(text) or "",
+        )
+
+    def _arguments_delta(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
+        return self._arguments(self._ref(payload), payload.get("delta"))
+
+    def _arguments_done(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
+        # servers that skip the deltas still send the whole arguments here
+        ref = self._ref(payload)
+        if ref in self._with_arguments:
+            return []
+        return self._arguments(ref, payload.get("arguments"))
+
+    def _item_done(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
+        item = payload.get("item")
+        if not isinstance(item, dict) or item.get("type") != "function_call":
+            return []
+        ref = _str(item.get("id")) or self._ref(payload)
+        # the whole arguments when no delta brought them; id and name again, so that an
+        # item whose output_item.added was missed can still open
+        late = None if ref in self._with_arguments else item.get("arguments")
+        return self._arguments(ref, late, item) + self.seq.end(self._calls[ref])
+
+    # -- text and reasoning -----------------------------------------------------------------
+
+    def _text(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
+        key = ("text", self._ref(payload), payload.get("content_index"))
+        return self.seq.text(_str(payload.get("delta")) or "", key=key)
+
+    def _summary(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
+        key = ("summary", self._ref(payload), payload.get("summary_index"))
+        return self.seq.reasoning(_str(payload.get("delta")) or "", key=key)
+
+    def _reasoning_text(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
+        key = ("reasoning", self._ref(payload), payload.get("content_index"))
+        return self.seq.reasoning(_str(payload.get("delta")) or "", key=key)
+
+    # -- terminal events ----------------------------------------------------------------------
+
+    def _completed(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
+        response = payload.get("response")
+        status = response.get("status") if isinstance(response, dict) else None
+        return self.finish(responses_usage(response), _str(status) or "completed")
+
+    def _incomplete(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
+        response = payload.get("response")
+        details = response.get("incomplete_details") if isinstance(response, dict) else None
+        reason = _str(details.get("reason")) if isinstance(details, dict) else None
+        return self.finish(responses_usage(response), reason or "incomplete")
+
+    def _failed(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
+        response = payload.get("response")
+        error = response.get("error") if isinstance(response, dict) else None
+        raise self.error(error if isinstance(error, dict) else payload)
+
+    _HANDLERS: ClassVar[dict[str, Callable[[ResponsesTranslator, Mapping[str, Any]], list[StreamChunk]]]] = {
+        "response.output_item.added": _item_added,
+        "response.output_item.done": _item_done,
+        "response.function_call_arguments.delta": _arguments_delta,
+        "response.function_call_arguments.done": _arguments_done,
+        "response.output_text.delta": _text,
+        "response.refusal.delta": _text,
+        "response.reasoning_summary_text.delta": _summary,
+        "response.reasoning_text.delta": _reasoning_text,
+        "response.completed": _completed,
+        "response.incomplete": _incomplete,
+        "response.failed": _failed,
+    }
+
+
+# -- adapter -------------------------------------------------------------------------------
+
+
+class OpenAIResponsesAdapter(HttpAdapter[SSEEvent]):
+    """OpenAI Responses API, streamed (route ``openai-responses``).
+
+    ``OpenAIResponsesAdapter(api_key, *, base_url=None, client=None,
+    drop_reasoning=False, retry=DEFAULT_RETRY, read_timeout=60.0, headers=None)``;
+    the key goes in the ``Authorization: Bearer`` header only.
+    """
+
+    route: ClassVar[str] = "openai-responses"
+    default_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
+
+    def build_request(self, options: GenerateOptions) -> StreamRequest:
+        body: dict[str, Any] = {
+            "model": options.model,
+            "input": [item for message in options.messages for item in input_items(message)],
+            "stream": True,
+        }
+        if options.tools:
+            body["tools"] = [function_tool(tool) for tool in options.tools]
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.max_tokens is not None:
+            body["max_output_tokens"] = options.max_tokens
+        headers = {"Authorization": f"Bearer {self.api_key}", "Accept": "text/event-stream"}
+        return StreamRequest(
+            route=self.route,
+            url=f"{self.base_url}/responses",
+            headers=self._headers(headers),
+            json=merge_extra(body, options.extra),
+        )
+
+    def decoder(self) -> EventStreamDecoder:
+        return EventStreamDecoder()
+
+    def translator(self, sequencer: BlockSequencer) -> ResponsesTranslator:
+        return ResponsesTranslator(self.route, sequencer)
