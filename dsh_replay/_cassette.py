@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -274,14 +275,25 @@ class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[mi
     pass
 
 
-_Dumper.add_representer(_Literal, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", str(s), style="|"))
-_Dumper.add_representer(_Flow, lambda d, s: d.represent_sequence("tag:yaml.org,2002:seq", list(s), flow_style=True))
+class _PyDumper(yaml.SafeDumper):
+    """The pure-Python emitter: libyaml's escapes characters beyond U+FFFF (emoji),
+    which would push a body out of its readable literal block."""
+
+
+for _dumper in (_Dumper, _PyDumper):
+    _dumper.add_representer(_Literal, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", str(s), style="|"))
+    _dumper.add_representer(_Flow, lambda d, s: d.represent_sequence("tag:yaml.org,2002:seq", list(s), flow_style=True))
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def _dumper_for(text: str) -> type:
+    return _PyDumper if _ASTRAL.search(text) else _Dumper
 
 
 def _round_trips(text: str) -> bool:
     # indented as in a cassette: a literal block's indentation indicator depends on it
-    dumped = yaml.dump({"a": {"b": {"string": text}}}, Dumper=_Dumper, allow_unicode=True, width=1 << 30)
+    dumped = yaml.dump({"a": {"b": {"string": text}}}, Dumper=_dumper_for(text), allow_unicode=True, width=1 << 30)
     return bool(yaml.load(dumped, Loader=_Loader)["a"]["b"]["string"] == str(text))
 
 
@@ -380,7 +392,12 @@ class Cassette:
 
     def dumps(self) -> str:
         data = self.to_dict(readable=True)
-        return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 30)
+        astral = any(
+            isinstance(i["response"]["body"]["string"], str) and _ASTRAL.search(i["response"]["body"]["string"])
+            for i in data["interactions"]
+        )
+        dumper = _PyDumper if astral else _Dumper
+        return yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=1 << 30)
 
     def check_secrets(self) -> None:
         """Refuse (``CassetteError``) if any credential-shaped string is left."""

@@ -29,12 +29,30 @@ import orjson
 
 from .._adapter import LlmAdapter
 from .._chunks import StreamChunk, Usage
-from .._exceptions import ConfigError, MalformedStreamError, StreamInterruptedError
+from .._exceptions import ConfigError, MalformedStreamError, ProviderError, StreamInterruptedError
+from .._ndjson import NDJSONDecoder
 from .._options import GenerateOptions
 from .._sequencer import BlockSequencer
-from .._transport import DEFAULT_RETRY, Decoder, RetryPolicy, StreamRequest, error_from_payload, stream_events
+from .._sse import SSEDecoder, SSEEvent
+from .._transport import (
+    DEFAULT_RETRY,
+    Decoder,
+    RetryPolicy,
+    StreamRequest,
+    error_from_payload,
+    stream_events,
+)
 
-__all__ = ["HttpAdapter", "Translator", "count", "parse_json"]
+__all__ = [
+    "CutAwareNDJSONDecoder",
+    "CutAwareSSEDecoder",
+    "HttpAdapter",
+    "Translator",
+    "count",
+    "history_arguments",
+    "merge_extra",
+    "parse_json",
+]
 
 EventT = TypeVar("EventT")
 
@@ -53,6 +71,80 @@ def count(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
+
+
+def merge_extra(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``options.extra`` over the request body: objects merge one level deep, ``None`` removes a key.
+
+    One level deep so that ``{"generationConfig": {"topK": 3}}`` adds to the
+    adapter's own ``generationConfig`` instead of replacing it; ``None`` so that
+    a field a server rejects (``stream_options`` on some) can be dropped.
+    """
+    for key, value in extra.items():
+        current = body.get(key)
+        if value is None:
+            body.pop(key, None)
+        elif isinstance(current, dict) and isinstance(value, Mapping):
+            body[key] = {**current, **value}
+        else:
+            body[key] = value
+    return body
+
+
+def history_arguments(arguments: str, name: str, *, provider: str) -> dict[str, Any]:
+    """A history tool call's JSON arguments as the object providers want back (``{}`` if empty)."""
+    try:
+        value = orjson.loads(arguments) if arguments.strip() else {}
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"tool call {name!r} in the history has arguments that are not a JSON object: "
+            f"{arguments[:80]!r}; {provider} needs an object there"
+        )
+    return value
+
+
+def _whole(data: str) -> bool:
+    if data.strip() == "[DONE]":
+        return True
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+class CutAwareSSEDecoder(SSEDecoder):
+    """An :class:`SSEDecoder` that tells a body cut inside an event from a bad event.
+
+    At the end of the body the decoder dispatches a last event even without its
+    blank line (some real bodies end so, e.g. Anthropic SDK fixtures). If that
+    event's JSON is cut short, the connection was lost in the middle of it: an
+    interrupted stream, not a malformed one.
+    """
+
+    __slots__ = ()
+
+    def flush(self) -> list[SSEEvent]:
+        events = super().flush()
+        if self.truncated and events and not _whole(events[-1].data):
+            raise StreamInterruptedError(
+                f"the body ended inside an event ({events[-1].data[:60]!r}…); the response is incomplete"
+            )
+        return events
+
+
+class CutAwareNDJSONDecoder(NDJSONDecoder):
+    """An :class:`NDJSONDecoder` that calls a last line cut short (no LF, bad JSON) an interrupted stream."""
+
+    __slots__ = ()
+
+    def flush(self) -> list[object]:
+        try:
+            return super().flush()
+        except MalformedStreamError:
+            raise StreamInterruptedError("the body ended inside an NDJSON line; the response is incomplete") from None
 
 
 class Translator(abc.ABC, Generic[EventT]):
@@ -84,7 +176,7 @@ class Translator(abc.ABC, Generic[EventT]):
         self.finished = True
         return self.seq.finish(usage=usage, raw_reason=raw_reason)
 
-    def error(self, payload: object) -> Exception:
+    def error(self, payload: object) -> ProviderError:
         """The typed error for an error payload inside the stream."""
         return error_from_payload(payload, route=self.route)
 
@@ -145,13 +237,31 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
         events = stream_events(
             self.client, request, self.decoder(), retry=self.retry, read_timeout=self.read_timeout
         )
-        async with contextlib.aclosing(events):
-            async for event in events:
-                for chunk in translator.event(event):
+        try:
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    for chunk in translator.event(event):
+                        yield chunk
+                    if translator.finished:
+                        await _drain(events)
+                        return
+                for chunk in translator.end():
                     yield chunk
-                if translator.finished:
-                    # anything after the terminal event is ignored, and the
-                    # connection is released without waiting for its close
-                    return
-        for chunk in translator.end():
-            yield chunk
+        except ProviderError as exc:
+            if exc.route is None:
+                exc.route = self.route
+            raise
+
+
+async def _drain(events: AsyncIterator[Any]) -> None:
+    """Read what follows the terminal event (normally nothing but the end of the body).
+
+    Events after the terminal one are ignored, but reading the body to its end
+    lets the connection close cleanly — and a recorded cassette then knows the
+    response was complete. A failure this late changes nothing: every chunk is out.
+    """
+    try:
+        async for _ in events:
+            pass
+    except ProviderError:
+        pass

@@ -49,18 +49,26 @@ Event mapping (https://docs.anthropic.com/en/docs/build-with-claude/streaming):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, ClassVar
 
 import orjson
 
 from .._chunks import StreamChunk, Usage
-from .._exceptions import ConfigError, MalformedStreamError, StreamInterruptedError
+from .._exceptions import MalformedStreamError
 from .._options import GenerateOptions, Message
 from .._sequencer import BlockSequencer
 from .._sse import SSEDecoder, SSEEvent
 from .._transport import StreamRequest
-from ._base import HttpAdapter, Translator, count, parse_json
+from ._base import (
+    CutAwareSSEDecoder,
+    HttpAdapter,
+    Translator,
+    count,
+    history_arguments,
+    merge_extra,
+    parse_json,
+)
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicAdapter"]
 
@@ -89,30 +97,10 @@ class AnthropicAdapter(HttpAdapter[SSEEvent]):
         )
 
     def decoder(self) -> SSEDecoder:
-        return _CutAwareSSEDecoder()
+        return CutAwareSSEDecoder()
 
     def translator(self, sequencer: BlockSequencer) -> AnthropicTranslator:
         return AnthropicTranslator(self.route, sequencer)
-
-
-class _CutAwareSSEDecoder(SSEDecoder):
-    """An SSEDecoder whose end of body tells a cut event from a bad one.
-
-    ``flush`` dispatches a last event that had no blank line after it (some real
-    bodies end so). When the body stopped inside that event its JSON is cut
-    short: that is an interrupted stream, not a malformed one.
-    """
-
-    __slots__ = ()
-
-    def flush(self) -> list[SSEEvent]:
-        events = super().flush()
-        if self.truncated and events:
-            try:
-                orjson.loads(events[-1].data)
-            except orjson.JSONDecodeError:
-                raise StreamInterruptedError("the stream was cut inside an event") from None
-        return events
 
 
 # -- request mapping -------------------------------------------------------------
@@ -136,7 +124,7 @@ def request_body(options: GenerateOptions) -> dict[str, Any]:
         ]
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    return _merge(body, options.extra)
+    return merge_extra(body, options.extra)
 
 
 def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -163,34 +151,10 @@ def _turn(message: Message) -> dict[str, Any]:
     if message.content:
         content.append({"type": "text", "text": message.content})
     content += [
-        {"type": "tool_use", "id": c.id, "name": c.name, "input": _arguments(c.arguments, c.name)}
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": history_arguments(c.arguments, c.name, provider="Anthropic tool_use input")}
         for c in message.tool_calls
     ]
     return {"role": "assistant", "content": content}
-
-
-def _arguments(arguments: str, name: str) -> dict[str, Any]:
-    """A history tool call's JSON arguments as the object ``input`` must be."""
-    try:
-        value = orjson.loads(arguments) if arguments.strip() else {}
-    except orjson.JSONDecodeError:
-        value = None
-    if not isinstance(value, dict):
-        raise ConfigError(
-            f"tool call {name!r} in the history has arguments that are not a JSON object: "
-            f"{arguments[:80]!r}; Anthropic needs an object as tool_use input"
-        )
-    return value
-
-
-def _merge(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    for key, value in extra.items():
-        current = body.get(key)
-        if isinstance(current, dict) and isinstance(value, Mapping):
-            body[key] = {**current, **value}
-        else:
-            body[key] = value
-    return body
 
 
 # -- event mapping ---------------------------------------------------------------

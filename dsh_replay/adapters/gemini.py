@@ -73,7 +73,15 @@ from .._options import GenerateOptions, Message
 from .._sequencer import BlockSequencer
 from .._sse import SSEDecoder, SSEEvent
 from .._transport import StreamRequest
-from ._base import HttpAdapter, Translator, count, parse_json
+from ._base import (
+    CutAwareSSEDecoder,
+    HttpAdapter,
+    Translator,
+    count,
+    history_arguments,
+    merge_extra,
+    parse_json,
+)
 
 __all__ = ["GeminiAdapter"]
 
@@ -94,30 +102,10 @@ class GeminiAdapter(HttpAdapter[SSEEvent]):
         )
 
     def decoder(self) -> SSEDecoder:
-        return _CutAwareSSEDecoder()
+        return CutAwareSSEDecoder()
 
     def translator(self, sequencer: BlockSequencer) -> GeminiTranslator:
         return GeminiTranslator(self.route, sequencer)
-
-
-class _CutAwareSSEDecoder(SSEDecoder):
-    """An SSEDecoder whose end of body tells a cut event from a bad one.
-
-    ``flush`` dispatches a last event that had no blank line after it (some real
-    bodies end so). When the body stopped inside that event its JSON is cut
-    short: that is an interrupted stream, not a malformed one.
-    """
-
-    __slots__ = ()
-
-    def flush(self) -> list[SSEEvent]:
-        events = super().flush()
-        if self.truncated and events:
-            try:
-                orjson.loads(events[-1].data)
-            except orjson.JSONDecodeError:
-                raise StreamInterruptedError("the stream was cut inside an event") from None
-        return events
 
 
 # -- request mapping -------------------------------------------------------------
@@ -142,10 +130,7 @@ def request_body(options: GenerateOptions) -> dict[str, Any]:
         config["maxOutputTokens"] = options.max_tokens
     if config:
         body["generationConfig"] = config
-    for key, value in options.extra.items():
-        current = body.get(key)
-        body[key] = {**current, **value} if isinstance(current, dict) and isinstance(value, Mapping) else value
-    return body
+    return merge_extra(body, options.extra)
 
 
 def _contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -166,7 +151,7 @@ def _contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if message.content or not message.tool_calls:
             parts.append({"text": message.content})
         parts += [
-            {"functionCall": {"id": c.id, "name": c.name, "args": _arguments(c.arguments, c.name)}}
+            {"functionCall": {"id": c.id, "name": c.name, "args": history_arguments(c.arguments, c.name, provider="Gemini functionCall args")}}
             for c in message.tool_calls
         ]
         out.append({"role": "model" if message.role == "assistant" else "user", "parts": parts})
@@ -186,19 +171,6 @@ def _function_response(message: Message, names: Mapping[str, str]) -> dict[str, 
         result = None
     response = result if isinstance(result, dict) else {"output": message.content}
     return {"id": message.call_id, "name": name, "response": response}
-
-
-def _arguments(arguments: str, name: str) -> dict[str, Any]:
-    try:
-        value = orjson.loads(arguments) if arguments.strip() else {}
-    except orjson.JSONDecodeError:
-        value = None
-    if not isinstance(value, dict):
-        raise ConfigError(
-            f"tool call {name!r} in the history has arguments that are not a JSON object: "
-            f"{arguments[:80]!r}; Gemini needs an object as functionCall args"
-        )
-    return value
 
 
 # -- event mapping ---------------------------------------------------------------

@@ -40,24 +40,29 @@ Event mapping, one JSON object per line:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import orjson
 
 from .._chunks import StreamChunk, Usage
 from .._exceptions import (
-    ConfigError,
     MalformedStreamError,
     ProviderError,
     ServerError,
-    StreamInterruptedError,
 )
 from .._ndjson import NDJSONDecoder
 from .._options import GenerateOptions, Message
 from .._sequencer import BlockSequencer
 from .._transport import StreamRequest
-from ._base import HttpAdapter, Translator, count
+from ._base import (
+    CutAwareNDJSONDecoder,
+    HttpAdapter,
+    Translator,
+    count,
+    history_arguments,
+    merge_extra,
+)
 
 __all__ = ["OllamaAdapter"]
 
@@ -81,22 +86,10 @@ class OllamaAdapter(HttpAdapter[object]):
         )
 
     def decoder(self) -> NDJSONDecoder:
-        return _CutAwareNDJSONDecoder()
+        return CutAwareNDJSONDecoder()
 
     def translator(self, sequencer: BlockSequencer) -> OllamaTranslator:
         return OllamaTranslator(self.route, sequencer)
-
-
-class _CutAwareNDJSONDecoder(NDJSONDecoder):
-    """An NDJSONDecoder that calls a last line cut short (no LF, bad JSON) an interrupted stream."""
-
-    __slots__ = ()
-
-    def flush(self) -> list[object]:
-        try:
-            return super().flush()
-        except MalformedStreamError:
-            raise StreamInterruptedError("the stream was cut inside an NDJSON line") from None
 
 
 # -- request mapping -------------------------------------------------------------
@@ -124,10 +117,7 @@ def request_body(options: GenerateOptions) -> dict[str, Any]:
         settings["num_predict"] = options.max_tokens
     if settings:
         body["options"] = settings
-    for key, value in options.extra.items():
-        current = body.get(key)
-        body[key] = {**current, **value} if isinstance(current, dict) and isinstance(value, Mapping) else value
-    return body
+    return merge_extra(body, options.extra)
 
 
 def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -137,7 +127,7 @@ def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         turn: dict[str, Any] = {"role": message.role, "content": message.content}
         if message.tool_calls:
             turn["tool_calls"] = [
-                {"function": {"name": c.name, "arguments": _arguments(c.arguments, c.name)}}
+                {"function": {"name": c.name, "arguments": history_arguments(c.arguments, c.name, provider="Ollama function.arguments")}}
                 for c in message.tool_calls
             ]
         if message.role == "tool":
@@ -146,19 +136,6 @@ def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 turn["tool_name"] = name
         out.append(turn)
     return out
-
-
-def _arguments(arguments: str, name: str) -> dict[str, Any]:
-    try:
-        value = orjson.loads(arguments) if arguments.strip() else {}
-    except orjson.JSONDecodeError:
-        value = None
-    if not isinstance(value, dict):
-        raise ConfigError(
-            f"tool call {name!r} in the history has arguments that are not a JSON object: "
-            f"{arguments[:80]!r}; Ollama needs an object as function.arguments"
-        )
-    return value
 
 
 # -- event mapping ---------------------------------------------------------------

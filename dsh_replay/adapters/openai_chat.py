@@ -44,56 +44,28 @@ from typing import Any, ClassVar
 import orjson
 
 from .._chunks import StreamChunk, Usage
-from .._exceptions import ConfigError, MalformedStreamError, StreamInterruptedError
+from .._exceptions import ConfigError, MalformedStreamError
 from .._options import GenerateOptions, Message, ToolDefinition
 from .._sequencer import BlockSequencer
-from .._sse import SSEDecoder, SSEEvent
+from .._sse import SSEEvent
 from .._transport import StreamRequest
-from ._base import HttpAdapter, Translator, count, parse_json
+from ._base import (
+    CutAwareSSEDecoder,
+    HttpAdapter,
+    Translator,
+    count,
+    merge_extra,
+    parse_json,
+)
 
 __all__ = [
     "ChatTranslator",
-    "EventStreamDecoder",
     "OpenAIChatAdapter",
     "OpenAICompatibleAdapter",
-    "merge_extra",
     "sequence_of",
 ]
 
 _NO_USAGE = Usage(input_tokens=0, output_tokens=0)
-
-
-class EventStreamDecoder:
-    """An :class:`SSEDecoder` that calls a body cut inside an event *interrupted*.
-
-    At the end of the body the SSE decoder dispatches a final event even without
-    its blank line. If that event is cut mid-JSON, the connection was lost in the
-    middle of it: that is a :class:`StreamInterruptedError`, not a malformed event.
-    """
-
-    def __init__(self) -> None:
-        self._inner = SSEDecoder()
-
-    def feed(self, data: bytes) -> list[SSEEvent]:
-        return self._inner.feed(data)
-
-    def flush(self) -> list[SSEEvent]:
-        events = self._inner.flush()
-        if self._inner.truncated and events and not _whole(events[-1].data):
-            raise StreamInterruptedError(
-                f"the body ended inside an event ({events[-1].data[:60]!r}...); the response is incomplete"
-            )
-        return events
-
-
-def _whole(data: str) -> bool:
-    if data.strip() == "[DONE]":
-        return True
-    try:
-        orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    return True
 
 
 def _str(value: object) -> str | None:
@@ -103,16 +75,6 @@ def _str(value: object) -> str | None:
 def sequence_of(value: object) -> Sequence[Any]:
     """``value`` if it is a list, else an empty tuple (provider fields are often null)."""
     return value if isinstance(value, list) else ()
-
-
-def merge_extra(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """``extra`` over ``body``; a ``None`` value removes the key."""
-    for key, value in extra.items():
-        if value is None:
-            body.pop(key, None)
-        else:
-            body[key] = value
-    return body
 
 
 # -- request mapping -----------------------------------------------------------------
@@ -339,8 +301,8 @@ class OpenAIChatAdapter(HttpAdapter[SSEEvent]):
             body[self.max_tokens_field] = options.max_tokens
         return merge_extra(body, options.extra)
 
-    def decoder(self) -> EventStreamDecoder:
-        return EventStreamDecoder()
+    def decoder(self) -> CutAwareSSEDecoder:
+        return CutAwareSSEDecoder()
 
     def translator(self, sequencer: BlockSequencer) -> ChatTranslator:
         return ChatTranslator(self.route, sequencer)

@@ -58,8 +58,14 @@ from .._options import GenerateOptions, Message, ToolDefinition
 from .._sequencer import BlockSequencer
 from .._sse import SSEEvent
 from .._transport import StreamRequest
-from ._base import HttpAdapter, Translator, count, parse_json
-from .openai_chat import EventStreamDecoder, merge_extra
+from ._base import (
+    CutAwareSSEDecoder,
+    HttpAdapter,
+    Translator,
+    count,
+    merge_extra,
+    parse_json,
+)
 
 __all__ = ["OpenAIResponsesAdapter", "ResponsesTranslator"]
 
@@ -268,8 +274,8 @@ class OpenAIResponsesAdapter(HttpAdapter[SSEEvent]):
             json=merge_extra(body, options.extra),
         )
 
-    def decoder(self) -> EventStreamDecoder:
-        return EventStreamDecoder()
+    def decoder(self) -> CutAwareSSEDecoder:
+        return CutAwareSSEDecoder()
 
     def translator(self, sequencer: BlockSequencer) -> ResponsesTranslator:
         return ResponsesTranslator(self.route, sequencer)
