@@ -111,7 +111,7 @@ _CLASS_BY_CODE: dict[str, type[ProviderError]] = {
         (
             AuthenticationError,
             "authentication_error permission_error invalid_api_key unauthenticated"
-            " permission_denied unauthorized",
+            " permission_denied unauthorized api_key_invalid",
         ),
         (
             InvalidRequestError,
@@ -253,7 +253,13 @@ def _facts(payload: object) -> _ErrorFacts:
     )
     codes = tuple(
         code
-        for code in (_str(inner.get("code")), _str(inner.get("type")), _str(inner.get("status")))
+        for code in (
+            # google.rpc.ErrorInfo: {"reason": "API_KEY_INVALID"} is more specific than the status
+            *_detail_reasons(inner),
+            _str(inner.get("code")),
+            _str(inner.get("type")),
+            _str(inner.get("status")),
+        )
         if code
     )
     numeric = next(
@@ -270,6 +276,11 @@ def _facts(payload: object) -> _ErrorFacts:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _detail_reasons(error: Mapping[str, object]) -> list[str | None]:
+    details = error.get("details")
+    return [_str(d.get("reason")) for d in (details if isinstance(details, list) else ()) if isinstance(d, dict)]
 
 
 def _gemini_retry_delay(error: Mapping[str, object]) -> float | None:
@@ -334,8 +345,9 @@ def error_from_payload(
             or (_class_for_status(facts.numeric) if facts.numeric else None)
             or ProviderError
         )
-    elif by_status is ServerError and by_code is OverloadedError:
-        cls = OverloadedError
+    elif (by_status, by_code) in ((ServerError, OverloadedError), (InvalidRequestError, AuthenticationError)):
+        # a 5xx that says "overloaded"; Gemini's 400 whose reason is API_KEY_INVALID
+        cls = by_code or by_status
     else:
         cls = by_status
     message = facts.message
@@ -447,7 +459,9 @@ async def _send_once(
     error = await _read_error(response, request.route)
     if not _retryable(error):
         raise error
-    return error, _retry_after_from_headers(response.headers)
+    # the header wins; Gemini puts its advice in the body (RetryInfo.retryDelay)
+    retry_after = _retry_after_from_headers(response.headers)
+    return error, retry_after if retry_after is not None else getattr(error, "retry_after", None)
 
 
 async def _read_error(response: httpx.Response, route: str) -> ProviderError:

@@ -434,6 +434,26 @@ async def test_retry_after_is_honoured_on_503_too(emu: ProviderEmulator) -> None
 
 
 @pytest.mark.asyncio
+async def test_gemini_retry_delay_in_the_body_is_slept(emu: ProviderEmulator) -> None:
+    # no Retry-After header: Google says how long to wait in RetryInfo.retryDelay
+    limited = ScriptedResponse.json(
+        {
+            "error": {
+                "code": 429,
+                "message": "Resource has been exhausted",
+                "status": "RESOURCE_EXHAUSTED",
+                "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "3s"}],
+            }
+        },
+        status=429,
+    )
+    emu.add("POST", PATH, limited, _lines("ok"))
+    sleeps = Sleeps()
+    assert [e async for e in stream_events(None, _request(emu), LineDecoder(), sleep=sleeps)] == ["ok"]
+    assert sleeps.calls == [3.0]
+
+
+@pytest.mark.asyncio
 async def test_retry_after_beyond_max_delay_gives_up_at_once(emu: ProviderEmulator) -> None:
     limited = ScriptedResponse.json(
         {"error": {"message": "come back later"}}, status=429, headers={"retry-after": "30"}
@@ -819,6 +839,23 @@ def test_status_decides_and_code_refines() -> None:
     error = error_from_payload(limited, route="r", status=418, request_id="id-1")
     assert type(error) is RateLimitError  # an unknown status: the code decides
     assert (error.status, error.request_id) == (418, "id-1")
+
+
+def test_gemini_invalid_key_is_an_authentication_error() -> None:
+    payload = {
+        "error": {
+            "code": 400,
+            "message": "API key not valid. Please pass a valid API key.",
+            "status": "INVALID_ARGUMENT",
+            "details": [
+                {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}
+            ],
+        }
+    }
+    error = error_from_payload(payload, route="gemini", status=400)
+    assert type(error) is AuthenticationError
+    assert error.provider_code == "API_KEY_INVALID"
+    assert "API key not valid" in str(error)
 
 
 def test_empty_error_body_falls_back_to_the_status_line() -> None:
