@@ -42,13 +42,13 @@ inside a 200 stream, so the same provider code always gives the same class.
 from __future__ import annotations
 
 import asyncio
-import functools
-import ssl
 import contextlib
+import functools
 import itertools
 import json
 import random
 import re
+import ssl
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
