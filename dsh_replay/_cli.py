@@ -8,18 +8,23 @@ otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from ._cli_check import run_check, run_validate
 from ._cli_tools import run_diff, run_record, run_routes, run_scan, run_show, run_trace
 from ._exceptions import DshReplayError
 from ._intercept import Fragmentation
+from ._routes import RouteTable
+from ._version import __version__
 
 __all__ = ["build_parser", "main"]
 
 _FRAGMENTATION_HELP = "how bodies are cut into fragments: recorded, single, bytes, random[:SEED]"
+_PLUGINS_HELP = "a plugin YAML (cordis.yml shape) whose plugins register more routes"
 
 
 def _fragmentation(value: str) -> str:
@@ -40,8 +45,13 @@ def _command(commands: argparse._SubParsersAction[argparse.ArgumentParser], name
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dsh-replay",
-        description="Record, replay and check the StreamChunk streams of LLM provider adapters.",
+        description="Record, replay and check the StreamChunk streams of LLM provider adapters.\n\n"
+        "Routes come from the built-in adapters, [tool.dsh_replay.routes] in ./pyproject.toml\n"
+        "and, with --plugins, a plugin YAML.",
+        epilog="example:\n  dsh-replay check cassettes\n\nrun 'dsh-replay COMMAND --help' for the options of a command",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"dsh-replay {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     check = _command(
@@ -55,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--update", action="store_true", help="write missing and differing goldens")
     check.add_argument("--fragmentation", type=_fragmentation, default="recorded", help=_FRAGMENTATION_HELP)
     check.add_argument("--json", action="store_true", help="print the results as JSON")
+    check.add_argument("--plugins", default=None, metavar="YAML", help=_PLUGINS_HELP)
 
     validate = _command(
         commands, "validate", "run the ordering rules on chunk files (FILE:LINE: RULE message)",
@@ -75,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("file", metavar="FILE")
     trace.add_argument("--fragmentation", type=_fragmentation, default="single", help=_FRAGMENTATION_HELP)
     trace.add_argument("--drop-reasoning", action="store_true", help="tell the adapter to drop reasoning blocks")
+    trace.add_argument("--plugins", default=None, metavar="YAML", help=_PLUGINS_HELP)
 
     diff = _command(
         commands, "diff", "compare two chunk files block by block",
@@ -92,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         "dsh-replay show cassettes/anthropic/text.yaml",
     )
     show.add_argument("cassette", metavar="CASSETTE")
+    show.add_argument("--plugins", default=None, metavar="YAML", help=_PLUGINS_HELP)
 
     scan = _command(
         commands, "scan", "look for credentials in cassettes and goldens",
@@ -112,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--route", required=True)
     record.add_argument("--options", required=True, metavar="FILE", help="GenerateOptions as JSON")
     record.add_argument("--out", required=True, metavar="CASSETTE")
-    record.add_argument("--base-url", default=None, metavar="URL")
+    record.add_argument("--base-url", default=None, metavar="URL", help="the provider's root URL (a proxy, a local server)")
+    record.add_argument("--plugins", default=None, metavar="YAML", help=_PLUGINS_HELP)
 
     routes = _command(
         commands, "routes", "list the routes known from built-ins and configuration",
@@ -120,40 +134,62 @@ def build_parser() -> argparse.ArgumentParser:
         "the routes a plugin YAML registers.",
         "dsh-replay routes --plugins dsh.yml",
     )
-    routes.add_argument("--plugins", default=None, metavar="YAML")
+    routes.add_argument("--plugins", default=None, metavar="YAML", help=_PLUGINS_HELP)
     return parser
+
+
+def _routes(args: argparse.Namespace) -> RouteTable:
+    plugins = getattr(args, "plugins", None)
+    return RouteTable.load(pyproject=Path("pyproject.toml"), plugins=Path(plugins) if plugins else None)
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     command = args.command
     if command == "check":
         return run_check(args.paths, out, update=args.update, fragmentation=args.fragmentation, as_json=args.json,
-                         progress=err)
+                         routes=_routes(args), progress=err)
     if command == "validate":
         return run_validate(args.files, out)
     if command == "trace":
         return run_trace(args.route, args.file, out, err, fragmentation=args.fragmentation,
-                         drop_reasoning=args.drop_reasoning)
+                         drop_reasoning=args.drop_reasoning, routes=_routes(args))
     if command == "diff":
         return run_diff(args.a, args.b, out)
     if command == "show":
-        return run_show(args.cassette, out)
+        return run_show(args.cassette, out, routes=_routes(args))
     if command == "scan":
         return run_scan(args.paths, out)
     if command == "record":
-        return run_record(args.route, args.options, args.out, args.base_url, out)
-    return run_routes(out, args.plugins)
+        return run_record(args.route, args.options, args.out, args.base_url, out, routes=_routes(args))
+    return run_routes(out, _routes(args))
+
+
+def _parse(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code when argparse stopped (--help, --version, a usage error)."""
+    try:
+        # argparse prints help to stdout and usage errors to stderr: send both where the caller wants
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            return build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the command line; return the exit code."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    args = build_parser().parse_args(argv)
+    args = _parse(argv, out, err)
+    if isinstance(args, int):
+        return args
     try:
         return _run(args, out, err)
     except DshReplayError as exc:
         err.write(f"dsh-replay: error: {exc}\n")
+        return 2
+    except OSError as exc:
+        # a file the command reads or writes: say which, and why, without a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        err.write(f"dsh-replay: error: {where}{exc.strerror or exc}\n")
         return 2
     except KeyboardInterrupt:
         return 130

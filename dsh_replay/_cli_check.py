@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -13,7 +14,7 @@ from typing import Any, TextIO
 import orjson
 
 from ._collection import has_metadata
-from ._exceptions import DshReplayError
+from ._exceptions import ConfigError, DshReplayError
 from ._golden import GOLDEN_SUFFIX
 from ._jsonl import BadLine, parse_golden_lines
 from ._replay import CaseResult, replay_case
@@ -81,23 +82,28 @@ def run_validate(files: Sequence[str], out: TextIO) -> int:
 
 def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A plain, aligned text table (stable when piped: no colour, no width guessing)."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), rule, *(line(r) for r in rows)]) + "\n"
 
 
-def find_cases(paths: Sequence[str]) -> tuple[list[Path], list[Path]]:
-    """(cassettes with metadata, goldens without a cassette) under ``paths``."""
+def find_cases(paths: Sequence[str]) -> tuple[list[Path], list[Path], list[Path]]:
+    """(cassettes with metadata, goldens without a cassette, YAML files without metadata) under ``paths``.
+
+    A YAML file given by name is a case even without metadata: its row then says what is missing.
+    """
     cassettes: list[Path] = []
     goldens: list[Path] = []
+    skipped: list[Path] = []
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            cassettes += [p for p in sorted(path.rglob("*.yaml")) if has_metadata(p)]
+            for found in sorted(p for suffix in ("*.yaml", "*.yml") for p in path.rglob(suffix)):
+                (cassettes if has_metadata(found) else skipped).append(found)
             goldens += sorted(path.rglob(f"*{GOLDEN_SUFFIX}"))
         elif path.is_file():
             (goldens if path.name.endswith(GOLDEN_SUFFIX) else cassettes).append(path)
@@ -106,7 +112,7 @@ def find_cases(paths: Sequence[str]) -> tuple[list[Path], list[Path]]:
     covered = {p.with_suffix("") for p in cassettes}
     lone = [g for g in goldens if Path(str(g)[: -len(GOLDEN_SUFFIX)]).with_suffix("") not in covered
             and Path(str(g)[: -len(GOLDEN_SUFFIX)]) not in covered]
-    return cassettes, lone
+    return cassettes, lone, skipped
 
 
 def _case_label(path: Path) -> str:
@@ -135,7 +141,9 @@ async def _check_all(
         rows.append({
             "case": _case_label(path), "route": result.route, "path": str(path), "fragments": result.fragments,
             "chunks": len(outcome.chunks) if outcome else 0, "blocks": outcome.blocks if outcome else 0,
-            "ok": result.ok, "verdict": result.verdict, "problem": result.problem, "seconds": result.seconds,
+            "ok": result.ok, "verdict": result.verdict, "seconds": result.seconds,
+            # the golden diff ends with the pytest way to accept; here it is this command's
+            "problem": result.problem.replace("with: pytest --update-golden", "with: dsh-replay check --update"),
         })
     for done, path in enumerate(goldens, start=len(cassettes) + 1):
         _progress(progress, done, total, str(path))
@@ -157,6 +165,13 @@ async def _check_all(
     return rows
 
 
+def _skipped_note(skipped: Sequence[Path]) -> str:
+    if not skipped:
+        return ""
+    return (f"; skipped {len(skipped)} YAML file(s) without dsh_replay metadata (plain vcrpy cassettes "
+            "cannot be replayed without their test; record through the dsh_replay fixture or dsh-replay record)")
+
+
 def run_check(
     paths: Sequence[str],
     out: TextIO,
@@ -167,9 +182,15 @@ def run_check(
     routes: RouteTable | None = None,
     progress: TextIO | None = None,
 ) -> int:
-    cassettes, goldens = find_cases(paths)
+    if update and os.environ.get("CI"):
+        raise ConfigError(
+            "check --update is refused because CI is set: CI only replays committed cassettes and goldens. "
+            "Update locally, review the diff, and commit."
+        )
+    cassettes, goldens, skipped = find_cases(paths)
     if not cassettes and not goldens:
-        out.write(f"no cassettes or goldens found under {', '.join(paths)}\n")
+        out.write(f"no cassettes with dsh_replay metadata and no goldens under {', '.join(paths)}"
+                  f"{_skipped_note(skipped)}\n")
         return 1
     table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
     rows = asyncio.run(_check_all(cassettes, goldens, table, fragmentation, update, progress or sys.stderr))
@@ -184,7 +205,8 @@ def run_check(
           f"{r['seconds'] * 1000:.0f} ms") for r in rows],
     ))
     total_chunks = sum(r["chunks"] for r in rows)
-    out.write(f"\n{len(rows)} case(s), {total_chunks} chunks: {len(rows) - len(failures)} passed, {len(failures)} failed\n")
+    out.write(f"\n{len(rows)} case(s), {total_chunks} chunks: {len(rows) - len(failures)} passed, {len(failures)} failed"
+              f"{_skipped_note(skipped)}\n")
     for row in failures:
         out.write(f"\n{row['path']}:\n{row['problem']}\n")
     return 1 if failures else 0

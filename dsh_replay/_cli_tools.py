@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import os
 import sys
 import types
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import orjson
 import yaml
 
 from ._cassette import Cassette, Interaction
+from ._chunks import Finish, FinishReason, Usage, UsageChunk
 from ._collect import collect
 from ._exceptions import CassetteError, ConfigError, DshReplayError
-from ._golden import golden_diff, golden_path_for
+from ._golden import golden_path_for
 from ._intercept import Fragmentation, install, replay_response, uninstall
 from ._jsonl import block_to_json, chunk_to_json, dump_jsonl, load_golden
 from ._options import GenerateOptions
@@ -44,6 +47,8 @@ def _verdict(outcome: Outcome, err: TextIO) -> int:
 def run_trace(route: str, source: str, out: TextIO, err: TextIO, *, fragmentation: str, drop_reasoning: bool,
               routes: RouteTable | None = None) -> int:
     if source == "-":
+        if sys.stdin.isatty():
+            err.write("reading the body from stdin; end it with Ctrl-D\n")
         body = sys.stdin.buffer.read()
     else:
         try:
@@ -53,8 +58,19 @@ def run_trace(route: str, source: str, out: TextIO, err: TextIO, *, fragmentatio
     table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
     outcome = asyncio.run(trace_body(body, route=route, routes=table, fragmentation=fragmentation,
                                      drop_reasoning=drop_reasoning))
-    out.write(outcome.golden_bytes().decode("utf-8"))
+    _write_bytes(out, outcome.golden_bytes())
     return _verdict(outcome, err)
+
+
+def _write_bytes(out: TextIO, data: bytes) -> None:
+    """``data`` exactly: through the binary buffer when there is one (no newline or encoding translation)."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(data.decode("utf-8"))
+        return
+    out.flush()
+    buffer.write(data)
+    buffer.flush()
 
 
 # -- diff -----------------------------------------------------------------------
@@ -103,12 +119,12 @@ def run_diff(a: str, b: str, out: TextIO) -> int:
                 marked_old, marked_new = _mark_span(str(old.get(field, "")), str(new.get(field, "")))
                 lines += [f"  - {marked_old}", f"  + {marked_new}"]
     for what, old_value, new_value in (
-        ("usage", old_turn.usage, new_turn.usage),
-        ("finish", old_turn.finish_reason, new_turn.finish_reason),
-        ("raised", left.raised, right.raised),
+        ("usage", _usage_json(old_turn.usage), _usage_json(new_turn.usage)),
+        ("finish", _reason_json(old_turn.finish_reason), _reason_json(new_turn.finish_reason)),
+        ("raised", left.raised and left.raised.to_json(), right.raised and right.raised.to_json()),
     ):
         if old_value != new_value:
-            lines.append(f"{what} differs: {old_value} vs {new_value}")
+            lines += [f"{what} differs:", f"  - {_json_text(old_value)}", f"  + {_json_text(new_value)}"]
     old_bytes, new_bytes = dump_jsonl(left.chunks, left.raised), dump_jsonl(right.chunks, right.raised)
     if old_bytes == new_bytes:
         out.write("identical\n")
@@ -116,8 +132,35 @@ def run_diff(a: str, b: str, out: TextIO) -> int:
     if not lines:
         lines.append("the blocks are the same; the chunking differs")
     out.write("\n".join(lines) + "\n\n")
-    out.write(golden_diff(old_bytes, new_bytes, name=a).replace("If the new chunks are right, accept them with: pytest --update-golden", "").rstrip() + "\n")
+    out.write(_line_diff(old_bytes, new_bytes, a, b))
     return 1
+
+
+def _usage_json(usage: Usage | None) -> Any:
+    return None if usage is None else chunk_to_json(UsageChunk(usage=usage))["usage"]
+
+
+def _reason_json(reason: FinishReason | None) -> Any:
+    return None if reason is None else chunk_to_json(Finish(reason=reason))["reason"]
+
+
+def _json_text(value: Any) -> str:
+    return "(none)" if value is None else orjson.dumps(value).decode()
+
+
+def _line_diff(old_bytes: bytes, new_bytes: bytes, a: str, b: str) -> str:
+    """The chunk-by-chunk line diff, ``-`` for A and ``+`` for B."""
+    # split on \n only: a chunk's text may hold U+2028 or U+0085, which splitlines() would cut at
+    old, new = old_bytes.decode().split("\n")[:-1], new_bytes.decode().split("\n")[:-1]
+    lines = [f"--- {a} ({len(old)} line(s))", f"+++ {b} ({len(new)} line(s))"]
+    for group in difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(2):
+        lines.append(f"@@ line {group[0][1] + 1} @@")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines += [f"  {line}" for line in old[i1:i2]]
+            else:
+                lines += [f"- {line}" for line in old[i1:i2]] + [f"+ {line}" for line in new[j1:j2]]
+    return "\n".join(lines) + "\n"
 
 
 # -- show -------------------------------------------------------------------------
@@ -169,11 +212,12 @@ def run_show(path: str, out: TextIO, *, routes: RouteTable | None = None) -> int
     out.write(f"cassette {path}  route={meta.get('route', '?')}  {meta.get('library', 'plain vcrpy')}\n")
     for number, interaction in enumerate(cassette.interactions):
         request = interaction.request
-        out.write(f"\ninteraction {number}: {request.method} {request.path}{'?' + request.query_string if getattr(request, 'query_string', '') else ''}\n")
+        query = urlsplit(request.uri).query
+        out.write(f"\ninteraction {number}: {request.method} {request.path}{'?' + query if query else ''}\n")
         out.write(f"  request: {_summary(interaction)}\n")
         headers = ", ".join(f"{k}: {v}" for k, v in request.headers.items() if k.lower() not in ("host", "content-length"))
         out.write(f"  headers: {headers}\n")
-        state = "complete" if interaction.complete else "abandoned by the caller"
+        state = "complete" if interaction.complete else "closed by the caller before the end of the body"
         error = f", failed with {interaction.error.kind} at byte {interaction.error.offset}" if interaction.error else ""
         out.write(f"  response: {interaction.status} {interaction.reason}, {len(interaction.body)} bytes in "
                   f"{len(interaction.fragment_sizes())} fragment(s), {state}{error}\n")
@@ -196,7 +240,7 @@ def run_show(path: str, out: TextIO, *, routes: RouteTable | None = None) -> int
                         result.chunks.append(chunk)
                         chunks_by_fragment.setdefault(timeline.fragment, []).append(
                             orjson.dumps(chunk_to_json(chunk)).decode())
-                except Exception as exc:  # noqa: BLE001 - shown in the timeline, not raised
+                except Exception as exc:  # shown in the timeline, not raised
                     result.raised = exc
                 finally:
                     uninstall(timeline)
@@ -208,23 +252,27 @@ def run_show(path: str, out: TextIO, *, routes: RouteTable | None = None) -> int
 
 
 def _fragments(cassette: Cassette, chunks: dict[int, list[str]], outcome: Outcome | None, out: TextIO) -> None:
-    out.write("\n   ms    bytes  fragment → chunks\n")
+    """One row per fragment (arrival ms, byte offset, size, the bytes), the chunks it released under it."""
+    out.write(f"\n{'ms':>7}  {'offset':>7}  {'bytes':>6}  fragment → chunks\n")
     index = 0
     first_chunk_ms: float | None = None
-    for interaction in cassette.interactions:
+    for number, interaction in enumerate(cassette.interactions):
+        if len(cassette.interactions) > 1:
+            out.write(f"{'':25}(interaction {number})\n")
         at = 0
-        for ms, size in interaction.fragments or [(0.0, len(interaction.body))]:
+        # the pieces replay serves: the recorded fragments, or the whole body as one
+        for ms, size in interaction.fragments or ([(0.0, len(interaction.body))] if interaction.body else []):
             piece = interaction.body[at:at + size].decode("utf-8", "replace")
-            at += size
             preview = piece.replace("\r", "\\r").replace("\n", "\\n")
-            out.write(f"{ms:7.1f}  {size:6}  {preview[:70]}{'…' if len(preview) > 70 else ''}\n")
+            out.write(f"{ms:7.1f}  {at:7}  {size:6}  {preview[:70]}{'…' if len(preview) > 70 else ''}\n")
+            at += size
             for line in chunks.get(index, []):
                 if first_chunk_ms is None:
                     first_chunk_ms = ms
-                out.write(f"{'':15}  → {line[:110]}\n")
+                out.write(f"{'':25}→ {line[:110]}\n")
             index += 1
     if outcome is not None and outcome.raised is not None:
-        out.write(f"{'':15}  → raised {type(outcome.raised).__name__}: {outcome.raised}\n")
+        out.write(f"{'':25}→ raised {type(outcome.raised).__name__}: {outcome.raised}\n")
     first = cassette.interactions[0].fragments if cassette.interactions else None
     ttfb = f"{first[0][0]:.1f} ms" if first else "n/a"
     ttfc = f"{first_chunk_ms:.1f} ms" if first_chunk_ms is not None else "n/a"
@@ -239,23 +287,40 @@ def run_scan(paths: Sequence[str], out: TextIO) -> int:
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".jsonl", ".json"))
+            files += sorted(p for p in path.rglob("*") if p.suffix in _SCANNED and p.is_file())
         elif path.is_file():
             files.append(path)
         else:
             raise DshReplayError(f"{path}: no such file or folder")
     hits = 0
     for path in files:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        try:
-            data: Any = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
-        except yaml.YAMLError:
-            data = text
-        for hit in find_secrets(data):
+        for hit in find_secrets(_scan_value(path)):
             hits += 1
             out.write(f"{path}: {hit}\n")
+    if hits:
+        out.write("remove them (scrub the header, query parameter or body) and rotate any real key\n")
     out.write(f"scanned {len(files)} file(s): {hits} secret(s) found\n")
     return 1 if hits else 0
+
+
+_SCANNED = (".yaml", ".yml", ".jsonl", ".json")
+
+
+def _scan_value(path: Path) -> Any:
+    """What to scan in a file: its YAML/JSON data, so a hit names the field; else the text."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".jsonl":
+        lines: dict[str, Any] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            try:
+                lines[f"line {number}"] = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                lines[f"line {number}"] = line
+        return lines
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return text
 
 
 # -- record / routes ------------------------------------------------------------------
@@ -263,8 +328,6 @@ def run_scan(paths: Sequence[str], out: TextIO) -> int:
 
 def run_record(route: str, options_file: str, out_path: str, base_url: str | None, out: TextIO,
                routes: RouteTable | None = None) -> int:
-    from .adapters import BUILTIN_ROUTES
-
     if os.environ.get("CI"):
         raise ConfigError("record is refused because CI is set: CI only replays. Record locally and commit.")
     try:
@@ -273,17 +336,23 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
         raise ConfigError(f"{options_file}: cannot read ({exc.strerror or exc})") from None
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"{options_file}: not valid JSON ({exc})") from None
-    variable = BUILTIN_ROUTES[route][2] if route in BUILTIN_ROUTES else f"{route.upper().replace('-', '_')}_API_KEY"
+    variable = key_variable(route)
     key = os.environ.get(variable, "")
     table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
     if route in table.registry:
+        if base_url:
+            # the plugin built this adapter with its own key and URL; --base-url cannot reach it
+            raise ConfigError(
+                f"route {route!r} comes from {table.sources.get(route, 'a plugin')}, whose adapter the plugin "
+                "builds: set its base URL in the plugin YAML (e.g. baseUrl: ${MY_BASE_URL}) instead of --base-url"
+            )
         adapter = table.registry.resolve(route)
     else:
         factory = table.factories.get(route)
         if factory is None:
             table.adapter(route)  # raises the unknown-route error listing the routes
             raise AssertionError
-        if not key and route != "ollama":
+        if not key and route not in _KEY_OPTIONAL:
             raise ConfigError(f"route {route!r} needs its key in the environment variable {variable}")
         adapter = factory(api_key=key, **({"base_url": base_url} if base_url else {}))
     cassette = Path(out_path)
@@ -292,7 +361,15 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
         async with use_cassette(cassette, "rewrite", route=route, options=options) as session:
             if isinstance(getattr(adapter, "base_url", None), str):
                 session.cassette.metadata["base_url"] = adapter.base_url  # type: ignore[attr-defined]
-            return await run_adapter(adapter, options)
+            outcome = await run_adapter(adapter, options)
+            if not session.recorded:
+                # raising here keeps an older cassette instead of deleting it, and writes no golden
+                raise DshReplayError(
+                    f"nothing was recorded into {cassette}: the call failed before any response "
+                    f"({type(outcome.raised).__name__}: {outcome.raised}). Check --base-url and the network, "
+                    "then run record again"
+                )
+            return outcome
 
     outcome = asyncio.run(go())
     status, _ = judge_golden(cassette, outcome.golden_bytes(), update=True)
@@ -300,8 +377,18 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
     return _verdict(outcome, out)
 
 
-def run_routes(out: TextIO, plugins: str | None) -> int:
-    table = RouteTable.load(pyproject=Path("pyproject.toml"), plugins=Path(plugins) if plugins else None)
+def key_variable(route: str) -> str:
+    """The environment variable ``record`` reads the key of ``route`` from (plugin routes get theirs from the YAML)."""
+    from .adapters import BUILTIN_ROUTES
+
+    return BUILTIN_ROUTES[route][2] if route in BUILTIN_ROUTES else f"{route.upper().replace('-', '_')}_API_KEY"
+
+
+#: local servers take no key
+_KEY_OPTIONAL = frozenset(("ollama", "openai-compatible"))
+
+
+def run_routes(out: TextIO, table: RouteTable) -> int:
     width = max(len(r) for r in table.routes())
     for route in table.routes():
         out.write(f"{route.ljust(width)}  {table.sources.get(route, '')}\n")

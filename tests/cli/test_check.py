@@ -1,0 +1,200 @@
+"""``dsh-replay check``: the main job — replay every cassette, check rules and goldens, print a table."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsh_replay._cli import main
+
+from .conftest import SEED_GOLDEN, run
+
+
+def table(output: str) -> list[str]:
+    """The output with the time column dropped (it is the only thing that varies between runs)."""
+    lines = output.splitlines()
+    assert all(re.search(r"  \d+ ms$", line) for line in lines[2:lines.index("")]), output
+    return [re.sub(r"  +(time|-+|\d+ ms)$", "", line) for line in lines]
+
+
+def test_a_clean_tree_passes_with_a_stable_table(project: Path) -> None:
+    shutil.copytree(SEED_GOLDEN.parent, project / "cassettes" / "seed")
+    result = run("check", "cassettes")
+    assert result.code == 0, result.out
+    assert table(result.out) == [
+        "case      route        fragments  chunks  blocks  verdict",
+        "--------  -----------  ---------  ------  ------  -------",
+        "greeting  my-provider  3          6       1       ok",
+        "umlauts   my-provider  3          6       1       ok",
+        "example   seed         0          9       2       ok",
+        "",
+        "3 case(s), 21 chunks: 3 passed, 0 failed",
+    ]
+    assert result.err == ""  # progress is shown on a terminal only
+
+
+def test_every_kind_of_broken_case_fails_with_its_file_and_what_to_do(project: Path) -> None:
+    cassettes = project / "cassettes" / "my-provider"
+    greeting = (cassettes / "greeting.yaml").read_text(encoding="utf-8")
+    # a golden that no longer matches the adapter's chunks
+    golden = cassettes / "umlauts.chunks.jsonl"
+    golden.write_bytes(golden.read_bytes().replace(b" aus K\xc3\xb6ln", b" aus Bonn"))
+    # corrupt YAML, an unknown route, a missing golden, a lone golden that breaks P10
+    (cassettes / "corrupt.yaml").write_text("dsh_replay:\n  route: my-provider\ninteractions: [\n", encoding="utf-8")
+    (cassettes / "elsewhere.yaml").write_text(greeting.replace("route: my-provider", "route: my-providr"), encoding="utf-8")
+    (cassettes / "no-golden.yaml").write_text(greeting, encoding="utf-8")
+    lines = SEED_GOLDEN.read_text(encoding="utf-8").splitlines()
+    lines[-1] = '{"type":"finish","reason":{"kind":"stop"}}'
+    (project / "cassettes" / "seed").mkdir()
+    (project / "cassettes" / "seed" / "bad-finish.chunks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    result = run("check", "cassettes")
+    assert result.code == 1
+    assert table(result.out)[:9] == [
+        "case        route        fragments  chunks  blocks  verdict",
+        "----------  -----------  ---------  ------  ------  -------------------",
+        "corrupt     ?            0          0       0       FAIL CassetteError",
+        "elsewhere   my-providr   3          0       0       FAIL ConfigError",
+        "greeting    my-provider  3          6       1       ok",
+        "no-golden   my-provider  3          6       1       FAIL golden missing",
+        "umlauts     my-provider  3          6       1       FAIL golden differs",
+        "bad-finish  seed         0          9       2       FAIL P10 (line 9)",
+        "",
+    ]
+    assert "6 case(s), 27 chunks: 1 passed, 5 failed" in result.out
+    problems = result.out.split("failed\n", 1)[1]
+    corrupt = cassettes / "corrupt.yaml"
+    assert f"cassette {Path('cassettes/my-provider/corrupt.yaml')} is not valid YAML (line 4, column 1); fix it or re-record it" in problems
+    assert "unknown route 'my-providr'. Did you mean 'my-provider'? Known routes: " in problems
+    assert "golden cassettes/my-provider/no-golden.chunks.jsonl is missing; write it with --update-golden (dsh-replay check --update)" in problems
+    assert '- {"type":"text-delta","index":0,"text":" aus Bonn"}' in problems
+    assert '+ {"type":"text-delta","index":0,"text":" aus Köln"}' in problems
+    assert "accept them with: dsh-replay check --update" in problems
+    assert "cassettes/seed/bad-finish.chunks.jsonl:9: P10 finish at position 8 has kind 'stop'" in problems
+    assert corrupt.exists()  # nothing is deleted or rewritten without --update
+
+
+def test_json_output_has_the_counts(project: Path) -> None:
+    (project / "cassettes" / "my-provider" / "umlauts.chunks.jsonl").unlink()
+    result = run("check", "--json", "cassettes")
+    assert result.code == 1
+    data = json.loads(result.out)
+    assert (data["passed"], data["failed"]) == (1, 1)
+    rows = {row["case"]: row for row in data["cases"]}
+    assert rows["greeting"] | {"seconds": 0} == {
+        "case": "greeting", "route": "my-provider", "path": str(Path("cassettes/my-provider/greeting.yaml")),
+        "fragments": 3, "chunks": 6, "blocks": 1, "ok": True, "verdict": "ok", "problem": "", "seconds": 0,
+    }
+    assert rows["umlauts"]["ok"] is False
+    assert rows["umlauts"]["verdict"] == "FAIL golden missing"
+    assert "umlauts.chunks.jsonl is missing" in rows["umlauts"]["problem"]
+
+
+def test_update_writes_a_missing_golden_and_fixes_a_differing_one(project: Path) -> None:
+    folder = project / "cassettes" / "my-provider"
+    missing, differing = folder / "greeting.chunks.jsonl", folder / "umlauts.chunks.jsonl"
+    expected = {missing: missing.read_bytes(), differing: differing.read_bytes()}
+    missing.unlink()
+    differing.write_bytes(b'{"type":"finish","reason":{"kind":"stop"}}\n')
+    assert run("check", "cassettes").code == 1
+
+    result = run("check", "--update", "cassettes")
+    assert result.code == 0, result.out
+    assert "greeting  my-provider  3          6       1       ok, golden written" in result.out
+    assert "umlauts   my-provider  3          6       1       ok, golden updated" in result.out
+    assert {path: path.read_bytes() for path in expected} == expected
+    assert run("check", "cassettes").code == 0
+
+
+def test_update_is_refused_in_ci(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    golden = project / "cassettes" / "my-provider" / "greeting.chunks.jsonl"
+    golden.unlink()
+    monkeypatch.setenv("CI", "true")
+    result = run("check", "--update", "cassettes")
+    assert result.code == 2
+    assert "check --update is refused because CI is set" in result.err
+    assert not golden.exists()
+
+
+@pytest.mark.parametrize("fragmentation", ["single", "bytes", "random:7"])
+def test_goldens_hold_whatever_the_fragmentation(project: Path, fragmentation: str) -> None:
+    result = run("check", "--fragmentation", fragmentation, "cassettes")
+    assert result.code == 0, result.out
+    assert "2 case(s), 12 chunks: 2 passed, 0 failed" in result.out
+
+
+def test_single_files_and_cassettes_without_metadata(project: Path) -> None:
+    folder = project / "cassettes" / "my-provider"
+    text = (folder / "greeting.yaml").read_text(encoding="utf-8")
+    plain = folder / "plain.yaml"
+    plain.write_text(text[text.index("interactions:"):], encoding="utf-8")  # a plain vcrpy cassette
+
+    # in a folder it is skipped, and the summary says so and why
+    result = run("check", "cassettes")
+    assert result.code == 0
+    assert "2 passed, 0 failed; skipped 1 YAML file(s) without dsh_replay metadata" in result.out
+    # named on the command line it is a case, which fails with what to do
+    result = run("check", str(plain), str(folder / "greeting.yaml"))
+    assert result.code == 1
+    assert f"cassette {plain} has no dsh_replay route/options metadata" in result.out
+    assert "record it through the dsh_replay fixture or `dsh-replay record`" in result.out
+
+
+def test_missing_paths_and_empty_folders(project: Path) -> None:
+    result = run("check", "nowhere")
+    assert (result.code, result.out) == (2, "")
+    assert result.err == "dsh-replay: error: nowhere: no such file or folder\n"
+    (project / "empty").mkdir()
+    result = run("check", "empty")
+    assert result.code == 1
+    assert result.out == "no cassettes with dsh_replay metadata and no goldens under empty\n"
+
+
+def test_a_broken_route_configuration_is_one_line(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.dsh_replay.routes]\n"my-provider" = "no_such_module:Adapter"\n')
+    result = run("check", "cassettes")
+    assert result.code == 2
+    assert result.err.startswith("dsh-replay: error: pyproject.toml [tool.dsh_replay.routes]: route 'my-provider': "
+                                 "cannot import 'no_such_module'")
+    assert result.err.count("\n") == 1
+
+
+def test_routes_from_a_plugin_yaml(project: Path) -> None:
+    (project / "pyproject.toml").unlink()
+    assert run("check", "cassettes").code == 1  # my-provider is unknown without configuration
+    result = run("check", "--plugins", str(Path(__file__).parents[2] / "examples" / "dsh.yml"), "cassettes")
+    assert result.code == 0, result.out
+    assert "2 case(s), 12 chunks: 2 passed, 0 failed" in result.out
+
+
+def test_piped_output_is_plain_and_repeatable(project: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "CI"}
+    runs = [subprocess.run([sys.executable, "-m", "dsh_replay", "check", "cassettes"], capture_output=True,
+                           text=True, env=env, check=False) for _ in range(2)]
+    assert [done.returncode for done in runs] == [0, 0]
+    assert [done.stderr for done in runs] == ["", ""]  # no progress line when stderr is not a terminal
+    assert "\x1b" not in runs[0].stdout
+    assert table(runs[0].stdout) == table(runs[1].stdout)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_goes_to_stderr_and_is_cleared(project: Path) -> None:
+    out, err = io.StringIO(), _Terminal()
+    assert main(["check", "cassettes"], out=out, err=err) == 0
+    assert err.getvalue() == (
+        f"\r\x1b[K[1/2] {Path('cassettes/my-provider/greeting.yaml')}"
+        f"\r\x1b[K[2/2] {Path('cassettes/my-provider/umlauts.yaml')}\r\x1b[K"
+    )
+    assert "\x1b" not in out.getvalue()

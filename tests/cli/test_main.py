@@ -1,0 +1,80 @@
+"""The command line as a whole: help with an example for every command, exit codes, ``python -m``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsh_replay._version import __version__
+
+from .conftest import run
+
+COMMANDS = ["check", "validate", "trace", "diff", "show", "scan", "record", "routes"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    result = run(command, "--help")
+    assert (result.code, result.err) == (0, "")
+    assert result.out.startswith(f"usage: dsh-replay {command}")
+    example = result.out.split("example:\n", 1)[1].strip()
+    assert f"dsh-replay {command}" in example
+
+
+def test_top_level_help_lists_every_command() -> None:
+    result = run("--help")
+    assert result.code == 0
+    for command in COMMANDS:
+        assert f"\n    {command} " in result.out
+    assert "dsh-replay COMMAND --help" in result.out
+
+
+def test_record_help_names_the_key_variables_and_ci() -> None:
+    text = run("record", "--help").out
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "<ROUTE>_API_KEY"):
+        assert variable in text
+    assert "Refused when CI is set" in text
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert (result.code, result.out) == (0, f"dsh-replay {__version__}\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["bogus"], "argument COMMAND: invalid choice: 'bogus'"),
+        ([], "the following arguments are required: COMMAND"),
+        (["trace", "body.sse"], "the following arguments are required: --route"),
+        (["check", "--fragmentation", "halves"], "unknown fragmentation 'halves'"),
+        (["diff", "a.jsonl"], "the following arguments are required: B"),
+    ],
+)
+def test_usage_errors_exit_2_with_usage(argv: list[str], message: str) -> None:
+    result = run(*argv)
+    assert (result.code, result.out) == (2, "")
+    assert result.err.startswith("usage: dsh-replay")
+    assert message in result.err
+
+
+def test_python_dash_m(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "dsh_replay", "--help"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and "usage: dsh-replay" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "dsh_replay", "bogus"], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "invalid choice: 'bogus'" in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run([sys.executable, "-m", "dsh_replay", "show", str(tmp_path / "absent.yaml")],
+                          capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (2, f"dsh-replay: error: cassette {tmp_path / 'absent.yaml'} does not exist\n")
+
+
+def test_the_console_script_is_installed() -> None:
+    script = Path(sys.executable).with_name("dsh-replay")
+    if not script.exists():
+        pytest.skip("dsh-replay is not installed next to this interpreter")
+    done = subprocess.run([str(script), "routes"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and "openai " in done.stdout

@@ -1,0 +1,170 @@
+"""``dsh-replay record``: one live call into a cassette + golden (never in CI, never a key on disk)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh_replay.testing import ProviderEmulator, ScriptedResponse
+
+from .conftest import CASES, run, streaming
+
+KEY = "sk-test-record0123456789abcdef"
+OPTIONS = {"model": "m1", "messages": [{"role": "user", "content": "say hello"}]}
+
+
+@pytest.fixture
+def emu() -> Iterator[ProviderEmulator]:
+    with ProviderEmulator() as emulator:
+        emulator.add("POST", "/v1/generate", streaming(CASES["greeting"][1]))
+        yield emulator
+
+
+@pytest.fixture
+def options_file(project: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (project / "options.json").write_text(json.dumps(OPTIONS), encoding="utf-8")
+    monkeypatch.setenv("MY_PROVIDER_API_KEY", KEY)
+    return "options.json"
+
+
+def record(base_url: str, out: str = "new/hello.yaml", route: str = "my-provider", options: str = "options.json") -> list[str]:
+    return ["record", "--route", route, "--options", options, "--out", out, "--base-url", base_url]
+
+
+def test_records_a_cassette_and_its_golden_that_check_then_replays(
+    project: Path, options_file: str, emu: ProviderEmulator
+) -> None:
+    result = run(*record(emu.base_url))
+    assert result.code == 0, result.err
+    assert result.out == (
+        "recorded new/hello.yaml (6 chunks); golden new/hello.chunks.jsonl written\n"
+        "ok: 6 chunks, 1 block(s); rules P1-P12 hold\n"
+    )
+    # the key went to the provider, in the header, and nowhere else
+    assert emu.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    text = (project / "new" / "hello.yaml").read_text(encoding="utf-8")
+    assert KEY not in text
+    assert text.startswith("dsh_replay:\n  format: 1\n  route: my-provider\n")
+    golden = (project / "new" / "hello.chunks.jsonl").read_bytes()
+    assert golden == (project / "cassettes" / "my-provider" / "greeting.chunks.jsonl").read_bytes()
+    # offline, with the emulator gone, the new case is part of the main job
+    emu.stop()
+    checked = run("check", "new")
+    assert checked.code == 0, checked.out
+    assert "hello  my-provider  3          6       1       ok" in checked.out
+
+
+def test_refused_in_ci(project: Path, options_file: str, emu: ProviderEmulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    result = run(*record(emu.base_url))
+    assert result.code == 2
+    assert result.err == ("dsh-replay: error: record is refused because CI is set: CI only replays. "
+                          "Record locally and commit.\n")
+    assert emu.requests == []
+    assert not (project / "new").exists()
+
+
+def test_the_key_comes_from_the_routes_variable(project: Path, options_file: str, emu: ProviderEmulator,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MY_PROVIDER_API_KEY")
+    result = run(*record(emu.base_url))
+    assert result.code == 2
+    assert result.err == ("dsh-replay: error: route 'my-provider' needs its key in the environment variable "
+                          "MY_PROVIDER_API_KEY\n")
+    assert emu.requests == []
+
+
+def test_a_provider_that_is_down_records_nothing_and_keeps_the_old_cassette(project: Path, options_file: str) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    old = project / "cassettes" / "my-provider" / "greeting.yaml"
+    before = old.read_bytes()
+    golden = old.with_name("greeting.chunks.jsonl").read_bytes()
+    result = run(*record(closed, out=str(old)))
+    assert result.code == 2
+    assert result.err.startswith(f"dsh-replay: error: nothing was recorded into {old}: the call failed before any response (ConnectError")
+    assert "Check --base-url and the network" in result.err
+    assert old.read_bytes() == before
+    assert old.with_name("greeting.chunks.jsonl").read_bytes() == golden
+
+
+def test_an_error_response_is_recorded_with_its_raised_golden(project: Path, options_file: str) -> None:
+    with ProviderEmulator() as emu:
+        emu.add("POST", "/v1/generate", ScriptedResponse.json({"error": "bad key"}, status=401))
+        result = run(*record(emu.base_url))
+    assert result.code == 1
+    assert "recorded new/hello.yaml (0 chunks)" in result.out
+    assert "raised HTTPStatusError: Client error '401 Unauthorized'" in result.out
+    assert (project / "new" / "hello.chunks.jsonl").read_text(encoding="utf-8").startswith(
+        '{"type":"raised","error":"HTTPStatusError"'
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "options.json: cannot read (No such file or directory)"),
+        ("{not json", "options.json: not valid JSON ("),
+        ('{"messages": []}', "malformed GenerateOptions: KeyError: 'model'"),
+    ],
+)
+def test_bad_options_files_are_named(project: Path, monkeypatch: pytest.MonkeyPatch, content: str | None, message: str) -> None:
+    monkeypatch.setenv("MY_PROVIDER_API_KEY", KEY)
+    if content is not None:
+        (project / "options.json").write_text(content, encoding="utf-8")
+    result = run(*record("http://127.0.0.1:9"))
+    assert result.code == 2
+    assert result.err.startswith("dsh-replay: error: ")
+    assert message in result.err
+
+
+def test_unknown_route(project: Path, options_file: str) -> None:
+    result = run(*record("http://127.0.0.1:9", route="nobody"))
+    assert result.code == 2
+    assert result.err.startswith("dsh-replay: error: unknown route 'nobody'. Known routes: anthropic, ")
+
+
+def test_end_to_end_through_the_console(project: Path, options_file: str, emu: ProviderEmulator) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "CI"}
+    done = subprocess.run([sys.executable, "-m", "dsh_replay", *record(emu.base_url)],
+                          capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("recorded new/hello.yaml (6 chunks)")
+    done = subprocess.run([sys.executable, "-m", "dsh_replay", *record(emu.base_url)],
+                          capture_output=True, text=True, env={**env, "CI": "1"}, check=False)
+    assert done.returncode == 2
+    assert "refused because CI is set" in done.stderr and "Traceback" not in done.stderr
+
+
+ACME = Path(__file__).resolve().parents[2] / "examples" / "acme_adapter"
+ACME_BODY = b'event: delta\ndata: {"text": "Hi"}\n\nevent: done\ndata: {"stop": "end_turn", "usage": {"input": 2, "output": 1}}\n\n'
+
+
+def test_a_plugin_route_records_with_the_key_and_url_of_its_yaml(
+    project: Path, options_file: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with ProviderEmulator() as emu:
+        emu.add("POST", "/v1/respond", ScriptedResponse.streaming(ACME_BODY))
+        monkeypatch.setenv("ACME_BASE_URL", emu.base_url)
+        monkeypatch.setenv("ACME_API_KEY", "acme-key-from-the-environment")
+        result = run("record", "--route", "acme", "--plugins", str(ACME / "dsh.yml"), "--options", options_file,
+                     "--out", "acme/hi.yaml")
+        assert result.code == 0, result.err
+        assert emu.requests[0].headers["authorization"] == "Bearer acme-key-from-the-environment"
+        # the plugin built the adapter: --base-url cannot reach it, and says where to set it instead
+        result = run("record", "--route", "acme", "--plugins", str(ACME / "dsh.yml"), "--options", options_file,
+                     "--out", "acme/hi.yaml", "--base-url", emu.base_url)
+        assert result.code == 2
+        assert "set its base URL in the plugin YAML" in result.err
+    assert (project / "acme" / "hi.chunks.jsonl").read_text(encoding="utf-8").splitlines()[1] == (
+        '{"type":"text-delta","index":0,"text":"Hi"}'
+    )
+    assert run("check", "--plugins", str(ACME / "dsh.yml"), "acme").code == 0

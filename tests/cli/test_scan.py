@@ -1,0 +1,58 @@
+"""``dsh-replay scan``: credential-shaped strings in cassettes and goldens, by file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .conftest import run
+
+KEY = "sk-test-51Hx9QmZkP2vL8rT4wY7nB3c"  # shaped like an OpenAI key; not a real one
+
+
+def test_clean_files_pass(project: Path) -> None:
+    result = run("scan", "cassettes")
+    assert (result.code, result.out, result.err) == (0, "scanned 4 file(s): 0 secret(s) found\n", "")
+
+
+def test_a_planted_key_in_a_header_is_found_by_file_and_field(project: Path) -> None:
+    cassette = project / "cassettes" / "my-provider" / "greeting.yaml"
+    cassette.write_text(cassette.read_text(encoding="utf-8").replace("REDACTED", f"Bearer {KEY}"), encoding="utf-8")
+    result = run("scan", "cassettes")
+    assert result.code == 1
+    assert result.out.splitlines() == [
+        f"{Path('cassettes/my-provider/greeting.yaml')}: OpenAI API key in "
+        "interactions[0].request.headers.authorization[0]: sk-test-…",
+        "remove them (scrub the header, query parameter or body) and rotate any real key",
+        "scanned 4 file(s): 1 secret(s) found",
+    ]
+    assert KEY not in result.out  # a scan report must not leak what it found
+
+
+def test_keys_in_goldens_json_and_unparsable_files(tmp_path: Path) -> None:
+    golden = tmp_path / "leak.chunks.jsonl"
+    golden.write_text('{"type":"usage","usage":{"inputTokens":1,"outputTokens":1}}\n'
+                      f'{{"type":"text-delta","index":0,"text":"my key is {KEY}"}}\n', encoding="utf-8")
+    (tmp_path / "options.json").write_text(f'{{"extra": {{"api_key": "sk-ant-api03-{"a" * 24}"}}}}', encoding="utf-8")
+    (tmp_path / "broken.yaml").write_text(f"interactions: [\n  AIza{'B' * 35}\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text(KEY, encoding="utf-8")  # not a cassette or chunk file: not scanned
+    result = run("scan", str(tmp_path))
+    assert result.code == 1
+    assert result.out.splitlines()[:3] == [
+        f"{tmp_path / 'broken.yaml'}: Google API key in <value>: AIzaBBBB…",
+        f"{golden}: OpenAI API key in line 2.text: sk-test-…",
+        f"{tmp_path / 'options.json'}: Anthropic API key in extra.api_key: sk-ant-a…",
+    ]
+    assert result.out.endswith("scanned 3 file(s): 3 secret(s) found\n")
+
+
+def test_placeholders_and_redacted_values_are_not_secrets(tmp_path: Path) -> None:
+    (tmp_path / "ok.yaml").write_text(
+        "headers:\n  authorization: [Bearer REDACTED]\n  x-api-key: [acme-offline-key]\n", encoding="utf-8"
+    )
+    assert run("scan", str(tmp_path)).code == 0
+
+
+def test_missing_path_is_named(tmp_path: Path) -> None:
+    result = run("scan", str(tmp_path / "absent"))
+    assert (result.code, result.out) == (2, "")
+    assert result.err == f"dsh-replay: error: {tmp_path / 'absent'}: no such file or folder\n"
