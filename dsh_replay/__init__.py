@@ -52,7 +52,7 @@ from ._sse import SSEDecoder, SSEEvent
 from ._use_cassette import CassetteSession, use_cassette
 from ._validator import SequenceValidator, Violation, assert_chunk_sequence, check_chunk_sequence
 
-from ._version import __version__
+from ._version import __version__ as __version__
 
 __all__ = [
     "AuthenticationError",

@@ -43,6 +43,9 @@ Design
   whatever the scripts do.
 
 Only the standard library is used (``socketserver`` + ``http.server``).
+
+It also exports :class:`DshReplay`, the type of the ``dsh_replay`` fixture, for
+annotating tests.
 """
 
 from __future__ import annotations
@@ -67,9 +70,13 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
+from ._fixture import DshReplay, MarkerOptions
+
 __all__ = [
+    "DshReplay",
     "End",
     "Exchange",
+    "MarkerOptions",
     "ProviderEmulator",
     "RecordedRequest",
     "ScriptedResponse",

@@ -12,13 +12,29 @@ route                         class                       wire format
 ``ollama``                    ``OllamaAdapter``           ``/api/chat`` NDJSON
 ============================  ==========================  ===================================
 
-Modules are imported on first use so that ``import dsh_replay`` stays light.
+Provider modules are imported on first use so that ``import dsh_replay`` stays
+light. The building blocks for writing an adapter of your own are public here
+too: :class:`HttpAdapter` (request mapping + event mapping over the shared
+streaming transport), :class:`Translator`, :class:`StreamRequest`,
+:class:`RetryPolicy`, the cut-aware decoders and small mapping helpers.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
+
+from .._transport import DEFAULT_RETRY, RetryPolicy, StreamRequest
+from ._base import (
+    CutAwareNDJSONDecoder,
+    CutAwareSSEDecoder,
+    HttpAdapter,
+    Translator,
+    count,
+    history_arguments,
+    merge_extra,
+    parse_json,
+)
 
 if TYPE_CHECKING:
     from .anthropic import AnthropicAdapter
@@ -41,14 +57,25 @@ BUILTIN_ROUTES: dict[str, tuple[str, str, str]] = {
 
 __all__ = [
     "BUILTIN_ROUTES",
+    "DEFAULT_RETRY",
     "AnthropicAdapter",
+    "CutAwareNDJSONDecoder",
+    "CutAwareSSEDecoder",
     "DeepSeekAdapter",
     "GeminiAdapter",
+    "HttpAdapter",
     "OllamaAdapter",
     "OpenAIChatAdapter",
     "OpenAICompatibleAdapter",
     "OpenAIResponsesAdapter",
+    "RetryPolicy",
+    "StreamRequest",
+    "Translator",
     "adapter_class",
+    "count",
+    "history_arguments",
+    "merge_extra",
+    "parse_json",
 ]
 
 _BY_CLASS = {cls: module for module, cls, _ in BUILTIN_ROUTES.values()}

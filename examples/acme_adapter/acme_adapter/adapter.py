@@ -38,8 +38,7 @@ from dsh_replay import (
     StreamChunk,
     Usage,
 )
-from dsh_replay._transport import StreamRequest
-from dsh_replay.adapters._base import HttpAdapter, Translator, count, parse_json
+from dsh_replay.adapters import HttpAdapter, StreamRequest, Translator, count, parse_json
 
 __all__ = ["AcmeAdapter", "AcmeTranslator"]
 

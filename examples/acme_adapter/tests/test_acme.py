@@ -29,7 +29,7 @@ from dsh_replay import (
 )
 
 if TYPE_CHECKING:
-    from dsh_replay._fixture import DshReplay  # the type of the dsh_replay fixture
+    from dsh_replay.testing import DshReplay  # the type of the dsh_replay fixture
 
 # Only recording needs these; replay matches requests on path and body, not on host or key.
 BASE_URL = os.environ.get("ACME_BASE_URL", "https://api.acme.example")
