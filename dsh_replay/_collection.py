@@ -62,7 +62,7 @@ class CassetteItem(pytest.Item):
         if result.outcome is not None:
             tally.counts["cassettes_replayed"] += 1
         if result.golden:
-            tally.counts[f"goldens_{result.golden}"] += 1 if result.golden != "differs" and result.golden != "missing" else 0
+            tally.counts[f"goldens_{result.golden}"] += 1
         if not result.ok:
             raise CaseFailed(f"{result.route} case {self.path}:\n{result.problem}")
 

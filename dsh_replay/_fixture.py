@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from ._report import Tally
 from ._settings import Settings
 from ._use_cassette import use_cassette
 
-__all__ = ["DshReplay", "MarkerOptions", "cassette_name"]
+__all__ = ["DshReplay", "MarkerOptions", "cassette_name", "cassette_path_for"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,8 +60,11 @@ class MarkerOptions:
             )
         unknown = sorted(set(marker.kwargs) - set(valid))
         if unknown:
+            close = [m for name in unknown for m in difflib.get_close_matches(name, valid, n=1)]
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise pytest.UsageError(
-                f"{where}: unknown @pytest.mark.dsh_replay argument(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
+                f"{where}: unknown @pytest.mark.dsh_replay argument(s) {', '.join(unknown)}{hint}; "
+                f"valid: {', '.join(valid)}"
             )
         options = cls(**marker.kwargs)
         options.check(where)
@@ -75,11 +79,18 @@ class MarkerOptions:
             if value is not None and (not isinstance(value, str) or not value):
                 raise pytest.UsageError(f"{where}: dsh_replay marker argument {name} must be a non-empty string")
         if self.fragmentation is not None:
+            if not isinstance(self.fragmentation, str):
+                raise pytest.UsageError(
+                    f"{where}: dsh_replay marker argument fragmentation must be a string: "
+                    "recorded, single, bytes, random or random:SEED"
+                )
             try:
                 Fragmentation.parse(self.fragmentation)
             except CassetteError as exc:
                 raise pytest.UsageError(f"{where}: dsh_replay marker: {exc}") from None
-        if self.speed is not None and (not isinstance(self.speed, (int, float)) or self.speed < 0):
+        if self.speed is not None and (
+            isinstance(self.speed, bool) or not isinstance(self.speed, (int, float)) or self.speed < 0
+        ):
             raise pytest.UsageError(f"{where}: dsh_replay marker argument speed must be a number >= 0")
 
 
@@ -92,6 +103,29 @@ def cassette_name(node: pytest.Item) -> str:
     return name
 
 
+def cassette_path_for(item: pytest.Item, settings: Settings, options: MarkerOptions) -> Path:
+    """``<cassette dir>/<module stem>/<cassette name>.yaml`` for one test.
+
+    The cassette dir is ``cassettes/`` next to the test module unless the ini
+    ``dsh_replay_cassette_dir`` names one; the marker's ``cassette`` may be a
+    name, a relative path or an absolute path.
+    """
+    module = Path(str(item.path))
+    folder = (settings.cassette_dir or module.parent / "cassettes") / module.stem
+    name = options.cassette or cassette_name(item)
+    path = Path(name) if Path(name).is_absolute() else folder / name
+    return path if path.suffix in (".yaml", ".yml") else path.with_name(path.name + ".yaml")
+
+
+class _TestFailed(Exception):
+    """Handed to the cassette context on tear-down when the test failed."""
+
+
+def _failure(message: str) -> BaseException:
+    """A test failure that shows ``message`` alone (raise it ``from None`` inside ``except``)."""
+    return pytest.fail.Exception(message, pytrace=False)
+
+
 class DshReplay:
     """The object the ``dsh_replay`` fixture gives a test."""
 
@@ -100,18 +134,11 @@ class DshReplay:
         self._settings = settings
         self._tally = tally
         self.options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
-        self.cassette_path = self._cassette_path()
+        self.cassette_path = cassette_path_for(item, settings, self.options)
         self.golden_path = golden_path_for(self.cassette_path)
         self.turn: Turn | None = None
         self._context: use_cassette | None = None
         self._calls = 0
-
-    def _cassette_path(self) -> Path:
-        module = Path(str(self._item.path))
-        folder = (self._settings.cassette_dir or module.parent / "cassettes") / module.stem
-        name = self.options.cassette or cassette_name(self._item)
-        path = Path(name) if Path(name).is_absolute() else folder / name
-        return path if path.suffix in (".yaml", ".yml") else path.with_name(path.name + ".yaml")
 
     # -- running ---------------------------------------------------------------
 
@@ -129,8 +156,10 @@ class DshReplay:
             session = self._context.__enter__()
         except CassetteError as exc:
             self._context = None
-            hint = " (CI is set, so nothing is recorded)" if settings.ci else ""
-            pytest.fail(f"{exc}{hint}", pytrace=False)
+            hint = ""
+            if settings.ci and settings.record_mode is not settings.effective_mode:
+                hint = f"\n(--record-mode={settings.record_mode.value} does not record because CI is set: CI only replays)"
+            raise _failure(f"{exc}{hint}") from None
         base_url = getattr(adapter, "base_url", None)
         if isinstance(base_url, str):
             session.cassette.metadata.setdefault("base_url", base_url)
@@ -151,15 +180,21 @@ class DshReplay:
         session = self._context.session if self._context is not None else self._open(adapter, options, route)
         assert session is not None
         self._calls += 1
+        # counted as used up front: a golden of a test that fails before comparing is not "unused"
+        self._tally.use(self.cassette_path, golden_path_for(self.cassette_path, self._calls) if self.options.golden else None)
         recorded_before = session.recorded
         expect = self.options.expect_error if expect_error is None else expect_error
-        outcome = await run_adapter(
-            adapter,
-            options,
-            allow_interleaving=self.options.allow_interleaving,
-            json_arguments=self.options.json_arguments,
-            capture=Exception if expect else (),
-        )
+        try:
+            outcome = await run_adapter(
+                adapter,
+                options,
+                allow_interleaving=self.options.allow_interleaving,
+                json_arguments=self.options.json_arguments,
+                capture=Exception if expect else (),
+            )
+        except CassetteError as exc:
+            # no recorded match, a corrupt cassette…: the message is the whole story
+            raise _failure(str(exc)) from None
         recorded = session.recorded > recorded_before
         if outcome.violations:
             listing = "\n".join(f"  {v.rule} at chunk {v.position}: {v.message}" for v in outcome.violations)
@@ -170,15 +205,13 @@ class DshReplay:
             try:
                 session.cassette.check_secrets()
             except CassetteError as exc:
-                pytest.fail(str(exc), pytrace=False)
+                raise _failure(str(exc)) from None
         self.turn = collect(outcome.chunks)
         if self.options.golden:
             self._judge(outcome.golden_bytes(), recorded)
         return outcome.chunks
 
     def _judge(self, actual: bytes, recorded: bool) -> None:
-        golden = golden_path_for(self.cassette_path, self._calls)
-        self._tally.use(self.cassette_path, golden)
         status, problem = judge_golden(
             self.cassette_path, actual, update=self._settings.update_golden or recorded, call=self._calls
         )
@@ -196,20 +229,29 @@ class DshReplay:
 
     # -- tear-down -----------------------------------------------------------------
 
-    def close(self) -> None:
-        """Write the cassette if it recorded; fail on interactions left unplayed."""
+    def close(self, *, test_failed: bool = False) -> None:
+        """Write the cassette if it recorded; fail on interactions left unplayed.
+
+        When the test itself failed, interactions it never got to play are a
+        consequence, not news, so they are not reported a second time.
+        """
         context, self._context = self._context, None
         if context is None or context.session is None:
             return
         session = context.session
-        context.__exit__(None, None, None)
+        # a failed test tells the engine so: a rewrite that recorded nothing then keeps the old cassette
+        failure = (_TestFailed, _TestFailed(), None) if test_failed else (None, None, None)
+        try:
+            context.__exit__(*failure)
+        except CassetteError as exc:
+            raise _failure(str(exc)) from None
         self._tally.use(self.cassette_path)
         self._tally.counts["secrets_scrubbed"] += session.scrubbed
         if session.wrote:
             self._tally.counts["cassettes_recorded"] += 1
         if session.played:
             self._tally.counts["cassettes_replayed"] += 1
-        if session.unplayed and not self.options.allow_unplayed:
+        if session.unplayed and not self.options.allow_unplayed and not test_failed:
             pytest.fail(
                 f"cassette {self.cassette_path}: {len(session.unplayed)} recorded interaction(s) were not played "
                 "— the adapter made fewer calls than were recorded. Re-record, or mark the test "

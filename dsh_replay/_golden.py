@@ -28,11 +28,24 @@ def _short(line: str) -> str:
     return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 12] + f"… (+{len(line) - _MAX_LINE + 12} chars)"
 
 
+def _lines(data: bytes) -> list[str]:
+    # split on \n only: str.splitlines() would also split inside a chunk whose text
+    # holds U+2028 or U+0085, which JSON keeps raw, and shift every position after it
+    lines = data.decode("utf-8", "replace").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def golden_diff(expected: bytes, actual: bytes, *, name: str, context: int = 3) -> str:
     """A readable explanation of how ``actual`` differs from the golden ``expected``."""
-    old = expected.decode("utf-8", "replace").splitlines()
-    new = actual.decode("utf-8", "replace").splitlines()
-    first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+    old, new = _lines(expected), _lines(actual)
+    if [line.removesuffix("\r") for line in old] == new:
+        # same chunks, other bytes: CRLF line ends or a missing final newline
+        return (
+            f"golden {name} holds the adapter's chunks but not in the canonical bytes "
+            "(it differs only in line ends or the final newline; goldens use \\n and end with one)\n"
+            "Rewrite it with: pytest --update-golden"
+        )
+    first = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
     lines = [
         f"golden {name} differs from the adapter's chunks; first difference at chunk {first} (line {first + 1})",
         f"  golden: {len(old)} line(s), actual: {len(new)} line(s)",

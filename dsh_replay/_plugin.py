@@ -7,20 +7,28 @@ cassette items and the summary keep their logic in their own modules.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
+import os
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
 from ._collection import SETTINGS_KEY, TALLY_KEY, CassetteFile, has_metadata
-from ._fixture import DshReplay, MarkerOptions
+from ._fixture import DshReplay, MarkerOptions, cassette_path_for
 from ._report import Tally
 from ._settings import Settings, add_options
 
 _DESELECTED = pytest.StashKey[int]()
+_CALL_FAILED = pytest.StashKey[bool]()
 
 
 def _pytest_recording_active(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """Will pytest-recording (which defines ``--record-mode`` too) be loaded in this run?"""
+    if pluginmanager.has_plugin("recording") or pluginmanager.has_plugin("pytest_recording.plugin"):
+        return True
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        # only plugins named with -p load, in order; one named after us is not seen here
+        return False
     return importlib.util.find_spec("pytest_recording") is not None and not pluginmanager.is_blocked("recording")
 
 
@@ -40,6 +48,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = Settings.from_config(config)
     config.stash[TALLY_KEY] = Tally()
     config.stash[_DESELECTED] = 0
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistController(), "dsh_replay.xdist")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -59,6 +69,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             MarkerOptions.from_marker(marker, item.nodeid)  # a bad argument stops the run here
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The cassette each selected test would open is no orphan, even if the test is skipped.
+    # Every test counts, not only ours: pytest-recording names its cassettes the same way.
+    settings, tally = session.config.stash[SETTINGS_KEY], session.config.stash[TALLY_KEY]
+    for item in session.items:
+        if isinstance(item, pytest.Function):
+            options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
+            tally.expect(cassette_path_for(item, settings, options))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call":
+        item.stash[_CALL_FAILED] = report.failed
+    return report
+
+
 def pytest_deselected(items: list[pytest.Item]) -> None:
     if items:
         config = items[0].config
@@ -71,7 +101,7 @@ def dsh_replay(request: pytest.FixtureRequest) -> Iterator[DshReplay]:
     config = request.config
     replay = DshReplay(request.node, config.stash[SETTINGS_KEY], config.stash[TALLY_KEY])
     yield replay
-    replay.close()
+    replay.close(test_failed=request.node.stash.get(_CALL_FAILED, False))
 
 
 # -- the summary, once, also under pytest-xdist -----------------------------------
@@ -83,17 +113,26 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput["dsh_replay"] = session.config.stash[TALLY_KEY].to_json()
 
 
-def pytest_testnodedown(node: object, error: object) -> None:
-    output = getattr(node, "workeroutput", {}) or {}
-    config = getattr(node, "config", None)
-    if config is not None and "dsh_replay" in output:
-        config.stash[TALLY_KEY].merge(output["dsh_replay"])
+class _XdistController:
+    """Hooks that exist only under pytest-xdist (pluggy refuses unknown hook names)."""
+
+    def pytest_testnodedown(self, node: object, error: object) -> None:
+        output = getattr(node, "workeroutput", {}) or {}
+        config = getattr(node, "config", None)
+        if config is not None and "dsh_replay" in output:
+            config.stash[TALLY_KEY].merge(output["dsh_replay"])
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     if getattr(config, "workerinput", None) is not None:
         return
-    complete = not (config.stash.get(_DESELECTED, 0) or config.getoption("keyword") or config.getoption("markexpr"))
+    # unused goldens and orphan cassettes only mean something when every test of a folder ran
+    complete = not (
+        config.stash.get(_DESELECTED, 0)
+        or config.getoption("keyword")
+        or config.getoption("markexpr")
+        or any("::" in str(arg) for arg in config.args)
+    )
     lines = config.stash[TALLY_KEY].lines(complete_run=complete, root=config.rootpath)
     if lines:
         terminalreporter.write_sep("-", "dsh-replay")

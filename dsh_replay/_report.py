@@ -4,6 +4,12 @@ Workers keep their own :class:`Tally` and ship it to the controller in
 ``workeroutput`` when they finish; the controller adds them up, looks for
 unused goldens and orphan cassettes in the folders the run touched, and prints
 the summary once.
+
+A cassette is an orphan when no collected test uses it (collection records the
+cassette each ``dsh_replay`` test would open, so a skipped test's cassette is
+not an orphan). A golden is unused when nothing compared it and either its
+cassette was replayed (a golden for a call the test no longer makes, or a test
+that turned goldens off) or its cassette belongs to no test at all.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ _COUNTERS = (
     "goldens_matched",
     "goldens_written",
     "goldens_updated",
+    "goldens_differs",
+    "goldens_missing",
     "secrets_scrubbed",
 )
 
@@ -33,6 +41,11 @@ class Tally:
     cassettes: set[str] = field(default_factory=set)
     goldens: set[str] = field(default_factory=set)
     folders: set[str] = field(default_factory=set)
+    expected: set[str] = field(default_factory=set)
+
+    def expect(self, cassette: Path) -> None:
+        """A collected test will open ``cassette`` (whether or not it gets to run)."""
+        self.expected.add(str(cassette.resolve()))
 
     def use(self, cassette: Path, golden: Path | None = None) -> None:
         self.cassettes.add(str(cassette.resolve()))
@@ -46,6 +59,7 @@ class Tally:
             "cassettes": sorted(self.cassettes),
             "goldens": sorted(self.goldens),
             "folders": sorted(self.folders),
+            "expected": sorted(self.expected),
         }
 
     def merge(self, data: dict[str, Any]) -> None:
@@ -53,18 +67,33 @@ class Tally:
         self.cassettes.update(data.get("cassettes", ()))
         self.goldens.update(data.get("goldens", ()))
         self.folders.update(data.get("folders", ()))
+        self.expected.update(data.get("expected", ()))
 
     def unused(self) -> tuple[list[Path], list[Path]]:
         """(goldens no test compared, cassettes no test used) in the folders the run touched."""
-        goldens, cassettes = [], []
+        goldens: list[Path] = []
+        cassettes: list[Path] = []
+        known = self.cassettes | self.expected
         for folder in sorted(self.folders):
-            for path in sorted(Path(folder).iterdir()):
+            try:
+                paths = sorted(Path(folder).iterdir())
+            except OSError:
+                continue
+            for path in paths:
                 resolved = str(path.resolve())
-                if path.name.endswith(GOLDEN_SUFFIX) and resolved not in self.goldens:
-                    goldens.append(path)
-                elif path.suffix in (".yaml", ".yml") and resolved not in self.cassettes:
+                if path.name.endswith(GOLDEN_SUFFIX):
+                    if resolved not in self.goldens and self._golden_unused(path, known):
+                        goldens.append(path)
+                elif path.suffix in (".yaml", ".yml") and resolved not in known:
                     cassettes.append(path)
         return goldens, cassettes
+
+    def _golden_unused(self, golden: Path, known: set[str]) -> bool:
+        folder = golden.parent.resolve()
+        owners = [str(folder / (stem + ext)) for stem in _cassette_stems(golden) for ext in (".yaml", ".yml")]
+        if any(owner in self.cassettes for owner in owners):
+            return True  # its cassette was replayed, yet nothing compared this golden
+        return not any(owner in known for owner in owners)
 
     def lines(self, *, complete_run: bool, root: Path) -> list[str]:
         c = self.counts
@@ -72,7 +101,7 @@ class Tally:
             return []
         out = [
             f"cassettes: {c['cassettes_replayed']} replayed, {c['cassettes_recorded']} recorded",
-            f"goldens: {c['goldens_matched']} matched, {c['goldens_written']} written, {c['goldens_updated']} updated",
+            _goldens_line(c),
             f"secrets scrubbed: {c['secrets_scrubbed']}",
         ]
         if complete_run:
@@ -80,6 +109,22 @@ class Tally:
             out.append(f"unused goldens: {len(goldens)}" + _listing(goldens, root))
             out.append(f"orphan cassettes: {len(cassettes)}" + _listing(cassettes, root))
         return out
+
+
+def _goldens_line(c: Counter[str]) -> str:
+    line = f"goldens: {c['goldens_matched']} matched, {c['goldens_written']} written, {c['goldens_updated']} updated"
+    if c["goldens_differs"]:
+        line += f", {c['goldens_differs']} differing"
+    if c["goldens_missing"]:
+        line += f", {c['goldens_missing']} missing"
+    return line
+
+
+def _cassette_stems(golden: Path) -> list[str]:
+    """``case.chunks.jsonl`` → [``case``]; ``case.2.chunks.jsonl`` → [``case.2``, ``case``] (a later call's golden)."""
+    stem = golden.name[: -len(GOLDEN_SUFFIX)]
+    head, dot, call = stem.rpartition(".")
+    return [stem, head] if dot and call.isdigit() and int(call) > 1 else [stem]
 
 
 def _listing(paths: list[Path], root: Path) -> str:

@@ -6,9 +6,12 @@ Every option has an ini twin; the command line wins. A bad value is a
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -17,6 +20,8 @@ from ._exceptions import CassetteError
 from ._intercept import Fragmentation
 
 __all__ = ["Settings", "add_options"]
+
+T = TypeVar("T")
 
 RECORDING_MODES = (RecordMode.NEW_EPISODES, RecordMode.ALL, RecordMode.REWRITE)
 
@@ -57,6 +62,29 @@ def add_options(parser: pytest.Parser, *, with_record_mode: bool) -> None:
     parser.addini("dsh_replay_plugins", "a plugin YAML (cordis.yml shape) registering extra routes", default="")
 
 
+def ci_is_set() -> bool:
+    """``CI`` set to anything but an empty/false-like value (CI services set ``CI=true``)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _speed(text: str) -> float:
+    try:
+        speed = float(text)
+    except ValueError:
+        speed = math.nan
+    if not (math.isfinite(speed) and speed >= 0):
+        raise ValueError(f"replay speed must be a number >= 0 (0 replays instantly, 1 at the recorded pace); got {text!r}")
+    return speed
+
+
+def _parse(parse: Callable[[str], T], value: str, where: str) -> T:
+    """``parse(value)``; a bad value is a usage error naming where it came from and the valid ones."""
+    try:
+        return parse(value)
+    except (CassetteError, ValueError) as exc:
+        raise pytest.UsageError(f"dsh-replay: {where}: {exc}") from None
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     record_mode: RecordMode
@@ -70,24 +98,16 @@ class Settings:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
-        def pick(option: str, ini: str) -> str:
+        def pick(option: str, ini: str) -> tuple[str, str]:
+            """(value, where it came from): the command line wins over the ini file."""
             value = config.getoption(option, default=None)
-            return str(value) if value is not None else str(config.getini(ini))
+            if value is not None:
+                return str(value), "--" + option.replace("_", "-")
+            return str(config.getini(ini)).strip(), f"ini {ini}"
 
-        try:
-            record_mode = RecordMode.parse(pick("record_mode", "dsh_replay_record_mode"))
-            fragmentation = Fragmentation.parse(pick("replay_fragmentation", "dsh_replay_fragmentation"))
-        except CassetteError as exc:
-            raise pytest.UsageError(f"dsh-replay: {exc}") from None
-        speed_text = pick("replay_speed", "dsh_replay_speed")
-        try:
-            speed = float(speed_text)
-            if speed < 0:
-                raise ValueError
-        except ValueError:
-            raise pytest.UsageError(
-                f"dsh-replay: --replay-speed must be a number >= 0 (0 instant, 1 recorded pace); got {speed_text!r}"
-            ) from None
+        record_mode = _parse(RecordMode.parse, *pick("record_mode", "dsh_replay_record_mode"))
+        fragmentation = _parse(Fragmentation.parse, *pick("replay_fragmentation", "dsh_replay_fragmentation"))
+        speed = _parse(_speed, *pick("replay_speed", "dsh_replay_speed"))
         root = config.rootpath
         cassette_dir = str(config.getini("dsh_replay_cassette_dir")).strip()
         plugins = str(config.getini("dsh_replay_plugins")).strip()
@@ -96,10 +116,10 @@ class Settings:
             update_golden=bool(config.getoption("update_golden", default=False)),
             fragmentation=fragmentation,
             speed=speed,
-            cassette_dir=(root / cassette_dir) if cassette_dir else None,
+            cassette_dir=Path(os.path.normpath(root / cassette_dir)) if cassette_dir else None,
             collect=bool(config.getini("dsh_replay_collect")),
             plugins=(root / plugins) if plugins else None,
-            ci=bool(os.environ.get("CI")),
+            ci=ci_is_set(),
         )
         settings.refuse_in_ci()
         return settings

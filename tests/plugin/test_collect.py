@@ -1,0 +1,156 @@
+"""``dsh_replay_collect = true``: cassettes with ``dsh_replay:`` metadata become test items,
+replayed through the adapter of their route (pyproject routes or a plugin YAML)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .helpers import (
+    IMPORTS,
+    echo_test,
+    golden_lines,
+    ini,
+    ndjson,
+    provider,
+    read_lines,
+    streaming,
+    summary,
+    summary_line,
+)
+
+PYPROJECT = '[tool.dsh_replay.routes]\n"echo" = "echo_adapter:EchoAdapter"\n'
+
+PLUGIN = '''
+from dataclasses import dataclass
+
+from echo_adapter import EchoAdapter
+
+name = "echo-plugin"
+inject = ["llm"]
+
+
+@dataclass
+class Config:
+    api_key: str
+    providers: list[str]
+
+
+def apply(ctx, config):
+    ctx.llm.register_adapter(config.providers, EchoAdapter(config.api_key, base_url="http://plugin.invalid"))
+'''
+
+PLUGINS_YAML = """\
+plugins:
+  echo_plugin:
+    apiKey: ${ECHO_PLUGIN_KEY:-placeholder}
+    providers: [echo-plugged]
+"""
+
+
+def record_cases(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *texts: str) -> Path:
+    """Record one case per text through fixture tests, then leave only the cassettes behind."""
+    with provider(monkeypatch, *(streaming(ndjson(t)) for t in texts)):
+        pytester.runpytest("--record-mode=once", "-p", "no:randomly").assert_outcomes(passed=len(texts))
+    (pytester.path / "test_rec.py").unlink()
+    pytester.makeini(ini("dsh_replay_collect = true"))
+    return pytester.path / "cassettes" / "test_rec"
+
+
+@pytest.fixture
+def cases(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Two recorded cases of route ``echo``, collection on, routes from pyproject."""
+    project.makepyfile(test_rec=IMPORTS + echo_test("test_one", "1") + echo_test("test_two", "2"))
+    folder = record_cases(project, monkeypatch, "one", "two")
+    project.makefile(".toml", pyproject=PYPROJECT)
+    return folder
+
+
+def test_cassettes_become_items_replayed_through_the_pyproject_route(project: pytest.Pytester, cases: Path) -> None:
+    result = project.runpytest("-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["cassettes/test_rec/test_one.yaml::test_one PASSED*", "cassettes/test_rec/test_two.yaml::test_two PASSED*"]
+    )
+    assert summary_line(result, "cassettes:") == "cassettes: 2 replayed, 0 recorded"
+    assert summary_line(result, "goldens:") == "goldens: 2 matched, 0 written, 0 updated"
+    assert "orphan cassettes: 0" in summary(result)
+
+
+def test_collection_is_off_by_default(project: pytest.Pytester, cases: Path) -> None:
+    project.makeini(ini())
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_only_cassettes_with_metadata_under_the_cassette_dir_are_collected(project: pytest.Pytester, cases: Path) -> None:
+    (cases / "plain_vcr.yaml").write_text("interactions: []\nversion: 1\n")
+    elsewhere = project.path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "copy.yaml").write_bytes((cases / "test_one.yaml").read_bytes())
+    project.runpytest().assert_outcomes(passed=2)
+    # the ini names another folder: only what is under it
+    project.makeini(ini("dsh_replay_collect = true", "dsh_replay_cassette_dir = elsewhere"))
+    (elsewhere / "copy.chunks.jsonl").write_bytes((cases / "test_one.chunks.jsonl").read_bytes())
+    result = project.runpytest("-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["elsewhere/copy.yaml::copy PASSED*"])
+
+
+def test_a_route_from_a_plugin_yaml(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    project.makepyfile(test_rec=IMPORTS + echo_test("test_plugged", marker="@pytest.mark.dsh_replay(route='echo-plugged')"))
+    record_cases(project, monkeypatch, "plugged")
+    project.makepyfile(echo_plugin=PLUGIN)
+    project.makefile(".yml", plugins=PLUGINS_YAML)
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)  # no plugin YAML configured yet
+    result.stdout.fnmatch_lines(["*unknown route 'echo-plugged'*Known routes: *"])
+    project.makeini(ini("dsh_replay_collect = true", "dsh_replay_plugins = plugins.yml"))
+    project.runpytest().assert_outcomes(passed=1)
+
+
+def test_an_unknown_route_fails_listing_the_known_ones(project: pytest.Pytester, cases: Path) -> None:
+    (project.path / "pyproject.toml").unlink()
+    result = project.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["*unknown route 'echo'.*Known routes: anthropic, deepseek, gemini, ollama, openai, openai-compatible, openai-responses"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_golden_mismatch_fails_with_the_diff_and_update_golden_fixes_it(project: pytest.Pytester, cases: Path) -> None:
+    golden = cases / "test_two.chunks.jsonl"
+    golden.write_text(golden.read_text().replace('"two"', '"TWO"'))
+    result = project.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "echo case *test_two.yaml:",
+            "golden *test_two.chunks.jsonl differs from the adapter's chunks; first difference at chunk 1 (line 2)",
+            '- {"type":"text-delta","index":0,"text":"TWO"}',
+            '+ {"type":"text-delta","index":0,"text":"two"}',
+        ]
+    )
+    assert summary_line(result, "goldens:") == "goldens: 1 matched, 0 written, 0 updated, 1 differing"
+    result = project.runpytest("--update-golden")
+    result.assert_outcomes(passed=2)
+    assert summary_line(result, "goldens:") == "goldens: 1 matched, 0 written, 1 updated"
+    assert read_lines(golden) == golden_lines("two")
+
+
+def test_a_corrupt_cassette_fails_naming_the_file(project: pytest.Pytester, cases: Path) -> None:
+    (cases / "test_one.yaml").write_text("dsh_replay:\n  route: echo\ninteractions: [oops\n")
+    result = project.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*cassette *cassettes/test_rec/test_one.yaml is not valid YAML (line *)*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_case_whose_adapter_now_asks_differently_fails_with_the_request_diff(project: pytest.Pytester, cases: Path) -> None:
+    adapter = project.path / "echo_adapter.py"
+    adapter.write_text(adapter.read_text().replace('json={"m": options.model,', 'json={"model": options.model,'))
+    result = project.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*no recorded interaction matches POST */gen*", "*changed JSON fields: m, model*"])
