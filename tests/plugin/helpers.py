@@ -37,9 +37,7 @@ def ini(*lines: str) -> str:
 ADAPTER_SOURCE = '''\
 import os
 
-from dsh_replay import GenerateOptions, Message, Usage
-from dsh_replay._ndjson import NDJSONDecoder
-
+from dsh_replay import GenerateOptions, Message, NDJSONDecoder, Usage
 from dsh_replay.adapters import HttpAdapter, StreamRequest, Translator
 
 
