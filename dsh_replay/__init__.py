@@ -1,13 +1,14 @@
 """dsh-replay: record-and-replay testing for LLM provider adapters of the dsh harness.
 
 Chunks and blocks are the StreamChunk protocol; the validator checks rules
-P1–P12; goldens are JSONL; cassettes keep streamed responses fragment by
+P1-P12; goldens are JSONL; cassettes keep streamed responses fragment by
 fragment. See README.md.
 """
 
 from __future__ import annotations
 
 from ._adapter import LlmAdapter, LlmRegistry
+from ._cassette import RecordMode, Scrubber
 from ._chunks import (
     Block,
     BlockEnd,
@@ -41,9 +42,16 @@ from ._exceptions import (
     StreamInterruptedError,
     StreamTimeoutError,
 )
-from ._jsonl import Golden, Raised, chunk_from_json, chunk_to_json, dump_jsonl, load_golden, load_jsonl
-from ._cassette import RecordMode, Scrubber
 from ._intercept import Fault, Fragmentation
+from ._jsonl import (
+    Golden,
+    Raised,
+    chunk_from_json,
+    chunk_to_json,
+    dump_jsonl,
+    load_golden,
+    load_jsonl,
+)
 from ._ndjson import NDJSONDecoder
 from ._options import GenerateOptions, Message, MessageToolCall, ToolDefinition
 from ._plugins import PluginContext, load_plugins
@@ -51,7 +59,6 @@ from ._sequencer import BlockSequencer
 from ._sse import SSEDecoder, SSEEvent
 from ._use_cassette import CassetteSession, use_cassette
 from ._validator import SequenceValidator, Violation, assert_chunk_sequence, check_chunk_sequence
-
 from ._version import __version__ as __version__
 
 __all__ = [

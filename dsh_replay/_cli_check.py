@@ -137,10 +137,9 @@ async def _check_all(
     for done, path in enumerate(cassettes, start=1):
         _progress(progress, done, total, str(path))
         result: CaseResult = await replay_case(path, routes, fragmentation=fragmentation, update_golden=update)
-        outcome = result.outcome
         rows.append({
             "case": _case_label(path), "route": result.route, "path": str(path), "fragments": result.fragments,
-            "chunks": len(outcome.chunks) if outcome else 0, "blocks": outcome.blocks if outcome else 0,
+            "chunks": result.chunks, "blocks": result.blocks,
             "ok": result.ok, "verdict": result.verdict, "seconds": result.seconds,
             # the golden diff ends with the pytest way to accept; here it is this command's
             "problem": result.problem.replace("with: pytest --update-golden", "with: dsh-replay check --update"),

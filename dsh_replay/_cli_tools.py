@@ -225,7 +225,7 @@ def run_show(path: str, out: TextIO, *, routes: RouteTable | None = None) -> int
     outcome: Outcome | None = None
     if "route" in meta:
         try:
-            route, options, base_url = case_options(cassette)
+            route, calls, base_url = case_options(cassette)
             adapter = (routes or RouteTable.load(pyproject=Path("pyproject.toml"))).adapter(route, base_url=base_url)
         except DshReplayError as exc:
             out.write(f"\n(chunks not shown: {exc})\n")
@@ -236,10 +236,11 @@ def run_show(path: str, out: TextIO, *, routes: RouteTable | None = None) -> int
                 result = Outcome()
                 install(timeline)
                 try:
-                    async for chunk in adapter.stream(options):
-                        result.chunks.append(chunk)
-                        chunks_by_fragment.setdefault(timeline.fragment, []).append(
-                            orjson.dumps(chunk_to_json(chunk)).decode())
+                    for options in calls:
+                        async for chunk in adapter.stream(options):
+                            result.chunks.append(chunk)
+                            chunks_by_fragment.setdefault(timeline.fragment, []).append(
+                                orjson.dumps(chunk_to_json(chunk)).decode())
                 except Exception as exc:  # shown in the timeline, not raised
                     result.raised = exc
                 finally:

@@ -56,10 +56,13 @@ class CassetteItem(pytest.Item):
         except DshReplayError as exc:
             raise CaseFailed(str(exc)) from None
         result: CaseResult = asyncio.run(
-            replay_case(self.path, routes, fragmentation=settings.fragmentation, update_golden=settings.update_golden)
+            replay_case(
+                self.path, routes, fragmentation=settings.fragmentation, speed=settings.speed,
+                update_golden=settings.update_golden,
+            )
         )
         tally.use(self.path, self.path.with_name(self.path.stem + ".chunks.jsonl"))
-        if result.outcome is not None:
+        if result.outcomes:
             tally.counts["cassettes_replayed"] += 1
         if result.golden:
             tally.counts[f"goldens_{result.golden}"] += 1

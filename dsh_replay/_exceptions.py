@@ -3,7 +3,7 @@
 ::
 
     DshReplayError
-    ├── ProtocolViolation        a chunk sequence broke rules P1–P12 (carries .violations)
+    ├── ProtocolViolation        a chunk sequence broke rules P1-P12 (carries .violations)
     ├── ConfigError              bad route, plugin config, option or marker argument
     ├── CassetteError            missing/corrupt cassette or golden, unmatched request,
     │                            secret found before writing (carries .path)

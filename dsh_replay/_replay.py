@@ -78,13 +78,14 @@ async def run_adapter(
 
 @dataclass
 class CaseResult:
-    """One cassette replayed through its route's adapter and judged."""
+    """One cassette replayed through its route's adapter and judged (every call of it)."""
 
     cassette: Path
     route: str = "?"
     fragments: int = 0
-    outcome: Outcome | None = None
-    golden: str = ""  # "matched" | "written" | "updated" | "differs" | "missing"
+    #: one outcome per recorded call, in order
+    outcomes: list[Outcome] = field(default_factory=list)
+    golden: str = ""  # "matched" | "written" | "updated" | "differs" | "missing" (the last judged)
     problem: str = ""
     #: the problem in a few words, for a table cell
     short: str = ""
@@ -95,17 +96,25 @@ class CaseResult:
         return not self.problem
 
     @property
+    def chunks(self) -> int:
+        return sum(len(outcome.chunks) for outcome in self.outcomes)
+
+    @property
+    def blocks(self) -> int:
+        return sum(outcome.blocks for outcome in self.outcomes)
+
+    @property
     def verdict(self) -> str:
         if self.problem:
             return f"FAIL {self.short or 'error'}"
-        raised = self.outcome.raised if self.outcome else None
-        suffix = f" (raised {type(raised).__name__})" if raised is not None else ""
+        raised = [type(o.raised).__name__ for o in self.outcomes if o.raised is not None]
+        suffix = f" (raised {', '.join(raised)})" if raised else ""
         written = f", golden {self.golden}" if self.golden in ("written", "updated") else ""
         return f"ok{suffix}{written}"
 
 
-def case_options(cassette: Cassette) -> tuple[str, GenerateOptions, str | None]:
-    """(route, options, base_url) stored in a cassette's ``dsh_replay`` metadata."""
+def case_options(cassette: Cassette) -> tuple[str, list[GenerateOptions], str | None]:
+    """(route, the options of every recorded call, base_url) from a cassette's metadata."""
     metadata = cassette.metadata
     route = metadata.get("route")
     if not isinstance(route, str) or not isinstance(metadata.get("options"), dict):
@@ -114,12 +123,13 @@ def case_options(cassette: Cassette) -> tuple[str, GenerateOptions, str | None]:
             "replayed without its test; record it through the dsh_replay fixture or `dsh-replay record`",
             path=str(cassette.path),
         )
+    follow_ups = metadata.get("follow_ups") or []
     try:
-        options = GenerateOptions.from_json(metadata["options"])
-    except ConfigError as exc:
+        calls = [GenerateOptions.from_json(data) for data in (metadata["options"], *follow_ups)]
+    except (ConfigError, TypeError) as exc:
         raise CassetteError(f"cassette {cassette.path}: {exc}", path=str(cassette.path)) from None
     base_url = metadata.get("base_url")
-    return route, options, base_url if isinstance(base_url, str) else None
+    return route, calls, base_url if isinstance(base_url, str) else None
 
 
 async def replay_case(
@@ -127,40 +137,49 @@ async def replay_case(
     routes: RouteTable,
     *,
     fragmentation: str | Fragmentation = "recorded",
+    speed: float = 0.0,
     update_golden: bool = False,
     allow_unplayed: bool = False,
 ) -> CaseResult:
-    """Replay one cassette offline through its route's adapter; compare and maybe write its golden."""
+    """Replay one cassette offline through its route's adapter, call by call, and judge each golden."""
     started = time.perf_counter()
     result = CaseResult(cassette=path)
     try:
         cassette = Cassette.load(path)
-        result.route, options, base_url = case_options(cassette)
+        result.route, calls, base_url = case_options(cassette)
         result.fragments = sum(len(i.fragment_sizes()) for i in cassette.interactions)
         settings = cassette.metadata.get("adapter") or {}
         adapter = routes.adapter(
             result.route, base_url=base_url, drop_reasoning=bool(settings.get("drop_reasoning", False))
         )
-        async with use_cassette(path, "none", fragmentation=fragmentation) as session:
-            outcome = await run_adapter(adapter, options)
-        result.outcome = outcome
-        if outcome.violations:
-            first = outcome.violations[0]
-            result.short = f"{first.rule} (chunk {first.position})"
-            result.problem = f"{first.rule} at chunk {first.position}: {first.message}" + (
-                f" (+{len(outcome.violations) - 1} more)" if len(outcome.violations) > 1 else ""
-            )
-        elif session.unplayed and not allow_unplayed:
-            result.short = "unplayed interactions"
-            result.problem = f"{len(session.unplayed)} recorded interaction(s) were not played"
-        else:
-            result.golden, result.problem = judge_golden(path, outcome.golden_bytes(), update=update_golden)
-            result.short = f"golden {result.golden}"
+        async with use_cassette(path, "none", fragmentation=fragmentation, speed=speed) as session:
+            for options in calls:
+                result.outcomes.append(await run_adapter(adapter, options))
+        _judge_case(result, path, update_golden=update_golden, unplayed=len(session.unplayed) if not allow_unplayed else 0)
     except DshReplayError as exc:
         result.short = type(exc).__name__
         result.problem = str(exc)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _judge_case(result: CaseResult, path: Path, *, update_golden: bool, unplayed: int) -> None:
+    for outcome in result.outcomes:
+        if outcome.violations:
+            first = outcome.violations[0]
+            more = f" (+{len(outcome.violations) - 1} more)" if len(outcome.violations) > 1 else ""
+            result.short = f"{first.rule} (chunk {first.position})"
+            result.problem = f"{first.rule} at chunk {first.position}: {first.message}{more}"
+            return
+    if unplayed:
+        result.short = "unplayed interactions"
+        result.problem = f"{unplayed} recorded interaction(s) were not played"
+        return
+    for call, outcome in enumerate(result.outcomes, start=1):
+        result.golden, result.problem = judge_golden(path, outcome.golden_bytes(), update=update_golden, call=call)
+        if result.problem:
+            result.short = f"golden {result.golden}"
+            return
 
 
 def judge_golden(cassette: Path, actual: bytes, *, update: bool, call: int = 1, write_missing: bool = False) -> tuple[str, str]:

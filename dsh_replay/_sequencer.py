@@ -19,7 +19,7 @@ provider has moved on); a tool call ends only when the adapter says so
 indexes are assigned when a block opens, they run 0, 1, 2… in emission order,
 ``block-end`` carries the exact concatenation, and ``finish`` comes last after
 ``usage`` with ``tool-calls`` iff a tool-call block was emitted. An adapter
-that routes every piece through here cannot break P2–P12.
+that routes every piece through here cannot break P2-P12.
 """
 
 from __future__ import annotations

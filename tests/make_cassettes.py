@@ -22,7 +22,6 @@ from dsh_replay._replay import replay_case, run_adapter
 from dsh_replay._routes import RouteTable
 from dsh_replay.adapters import BUILTIN_ROUTES, adapter_class
 from dsh_replay.testing import ProviderEmulator
-
 from tests.cassette_cases import Case
 
 ROOT = Path(__file__).resolve().parents[1]

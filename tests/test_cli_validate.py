@@ -50,7 +50,7 @@ def test_a_line_that_is_not_a_chunk_is_p1_not_a_crash(tmp_path: Path) -> None:
 
 
 def test_several_files_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, output = run("validate", str(SEED), str(tmp_path / "absent.jsonl"))
+    code, _ = run("validate", str(SEED), str(tmp_path / "absent.jsonl"))
     assert code == 2
     assert "absent.jsonl: cannot read" in capsys.readouterr().err
 

@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_replay import CallId, ConfigError, GenerateOptions, Message, MessageToolCall, ToolDefinition
+from dsh_replay import (
+    CallId,
+    ConfigError,
+    GenerateOptions,
+    Message,
+    MessageToolCall,
+    ToolDefinition,
+)
 
 
 def test_plain_keyword_construction() -> None:

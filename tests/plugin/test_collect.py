@@ -154,3 +154,27 @@ def test_a_case_whose_adapter_now_asks_differently_fails_with_the_request_diff(p
     result = project.runpytest()
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*no recorded interaction matches POST */gen*", "*changed JSON fields: m, model*"])
+
+
+def test_a_case_with_two_calls_replays_both_against_their_goldens(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = "second = await dsh_replay.stream(make_adapter(), make_options('again'))\n    assert second"
+    project.makepyfile(test_rec=IMPORTS + echo_test("test_twice", "first", body=body))
+    with provider(monkeypatch, streaming(ndjson("one")), streaming(ndjson("two"))):
+        project.runpytest("--record-mode=once").assert_outcomes(passed=1)
+    (project.path / "test_rec.py").unlink()
+    project.makeini(ini("dsh_replay_collect = true"))
+    folder = project.path / "cassettes" / "test_rec"
+    # recorded as one test: a cassette with two interactions and a golden per call
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "test_twice.2.chunks.jsonl", "test_twice.chunks.jsonl", "test_twice.yaml",
+    ]
+    assert read_lines(folder / "test_twice.2.chunks.jsonl") == golden_lines("two")
+    project.makefile(".toml", pyproject=PYPROJECT)
+    project.runpytest().assert_outcomes(passed=1)
+    # the second call's golden is compared too
+    (folder / "test_twice.2.chunks.jsonl").write_text("\n".join(golden_lines("TWO")) + "\n", encoding="utf-8")
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*test_twice.2.chunks.jsonl differs*"])
