@@ -337,10 +337,12 @@ class Cassette:
     def load(cls, path: str | os.PathLike[str]) -> Cassette:
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            # bytes, not text: a body with one emoji would make the whole file a
+            # 4-bytes-per-character str on the way to the loader
+            text = path.read_bytes()
         except FileNotFoundError:
             raise CassetteError(f"cassette {path} does not exist", path=str(path)) from None
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             raise CassetteError(f"cannot read cassette {path}: {exc}", path=str(path)) from None
         try:
             data = yaml.load(text, Loader=_Loader)  # a safe loader: no arbitrary objects

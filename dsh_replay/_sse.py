@@ -169,17 +169,18 @@ class SSEDecoder:
     def _events(self, data: bytes, end: int) -> list[SSEEvent]:
         """Decode ``data[:end]``: whole event blocks joined by ``\\n\\n``."""
         if data.startswith(b"data: "):
-            try:
-                text = data[6:end].decode()
-            except UnicodeDecodeError:
-                pass  # The general path finds the bad line for the error.
-            else:
-                values = text.split("\n\ndata: ")
-                # Each separator holds two LFs. If they are all the LFs there are,
-                # every block is one "data: " line and ``values`` are the payloads
-                # (str slices are re-packed, so ASCII payloads stay compact).
-                if text.count("\n") == 2 * len(values) - 2:
-                    return _messages(values, self.last_event_id)
+            values = data[6:end].split(b"\n\ndata: ")
+            # Each separator holds two LFs. If they are all the LFs there are,
+            # every block is one "data: " line and ``values`` are the payloads.
+            # Splitting bytes and decoding each payload keeps ASCII payloads
+            # compact even when another payload in the same piece has an emoji.
+            if data.count(b"\n", 0, end) == 2 * len(values) - 2:
+                try:
+                    texts = list(map(bytes.decode, values))
+                except UnicodeDecodeError:
+                    pass  # The general path finds the bad line for the error.
+                else:
+                    return _messages(texts, self.last_event_id)
         return self._blocks(self._decode(data[:end]))
 
     def _blocks(self, text: str) -> list[SSEEvent]:
