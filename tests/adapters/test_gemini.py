@@ -161,8 +161,8 @@ CASSETTE_PATHS = sorted(CASSETTES.glob("*.yaml"))
 def test_every_required_case_is_bundled() -> None:
     names = {path.stem for path in CASSETTE_PATHS}
     assert {
-        "text", "tool_call", "parallel_tool_calls", "tool_call_no_args", "text_then_tool_call",
-        "non_ascii_split", "max_tokens", "thought_parts", "error_event", "rate_limited",
+        "text", "tool-call", "parallel-tool-calls", "tool-call-no-args", "text-then-tool-call",
+        "non-ascii-split", "max-tokens", "thought-parts", "error-event", "rate-limited",
     } <= names
 
 
@@ -179,7 +179,7 @@ async def test_cassette_replays_to_its_golden(cassette: Path, fragmentation: str
 def test_non_ascii_cassette_was_cut_inside_characters() -> None:
     from dsh_replay._cassette import Cassette
 
-    interaction = Cassette.load(CASSETTES / "non_ascii_split.yaml").interactions[0]
+    interaction = Cassette.load(CASSETTES / "non-ascii-split.yaml").interactions[0]
     ends, total = [], 0
     for size in interaction.fragment_sizes()[:-1]:
         total += size

@@ -157,7 +157,7 @@ CASES = [
                           + message_end("end_turn", 14, 12))],
     ),
     Case(
-        name="tool_call",
+        name="tool-call",
         options=options("What's the weather in Paris?", tools=(WEATHER,)),
         path=PATH,
         responses=[stream("req_011CUr5jT4Jf1b8pZ2c9Lm7Q", message_start("msg_01Aq9w5aVVmG7L1kBCQ5Cvrx", 402)
@@ -165,7 +165,7 @@ CASES = [
                           + message_end("tool_use", 402, 38))],
     ),
     Case(
-        name="parallel_tool_calls",
+        name="parallel-tool-calls",
         options=options("Weather and local time in Paris?", tools=(WEATHER, TIME)),
         path=PATH,
         responses=[stream("req_011CUr5kZ8sD4gHn1Yp6Wq2R", message_start("msg_01P4ra11e1Ca11s9xQw2Zk8M", 488)
@@ -174,7 +174,7 @@ CASES = [
                           + message_end("tool_use", 488, 91))],
     ),
     Case(
-        name="tool_call_no_args",
+        name="tool-call-no-args",
         options=options("What files are here?", tools=(LIST_FILES,)),
         path=PATH,
         responses=[stream("req_011CUr5mN3bV7cX1zL5kJ9hG", message_start("msg_01N0ArgsT0o1Ca11Zz3Yx4Wv", 371)
@@ -182,7 +182,7 @@ CASES = [
                           + message_end("tool_use", 371, 29))],
     ),
     Case(
-        name="text_then_tool_call",
+        name="text-then-tool-call",
         options=options("Is it raining in Paris?", tools=(WEATHER,)),
         path=PATH,
         responses=[stream("req_011CUr5nQ6wE8rT0yU2iO4pA", message_start("msg_01TxtTh3nT0o1Qw3Er5Ty7Ui", 405)
@@ -191,7 +191,7 @@ CASES = [
                           + message_end("tool_use", 405, 64))],
     ),
     Case(
-        name="non_ascii_split",
+        name="non-ascii-split",
         options=options("Greet me from Cologne and tell me Tokyo's weather."),
         path=PATH,
         responses=[ScriptedResponse.streaming(
@@ -200,7 +200,7 @@ CASES = [
         )],
     ),
     Case(
-        name="max_tokens",
+        name="max-tokens",
         options=options("Write a long poem about the sea.", max_tokens=12),
         path=PATH,
         responses=[stream("req_011CUr5qW2eR4tY6uI8oP0aS", message_start("msg_01MaxT0k3nsCutQw2Er4Ty6U", 16)
@@ -217,7 +217,7 @@ CASES = [
         responses=[stream("req_011CUr5rE5rT7yU9iO1pA3sD", THINKING)],
     ),
     Case(
-        name="thinking_dropped",
+        name="thinking-dropped",
         options=options(
             "What is 17 * 23?", max_tokens=2048,
             extra={"thinking": {"type": "enabled", "budget_tokens": 1024}},
@@ -227,7 +227,7 @@ CASES = [
         adapter_kwargs={"drop_reasoning": True},
     ),
     Case(
-        name="server_tool_skipped",
+        name="server-tool-skipped",
         options=options("Who won the 2024 Tour de France?", extra={"tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 1}]}),
         path=PATH,
         responses=[stream("req_011CUr5tT1yU3iO5pA7sD9fG", message_start("msg_01S3rv3rT0o1Sk1pQw2Er4Ty", 2214)
@@ -241,7 +241,7 @@ CASES = [
                           + message_end("end_turn", 2214, 57))],
     ),
     Case(
-        name="history_tool_result",
+        name="history-tool-result",
         options=HISTORY,
         path=PATH,
         responses=[stream("req_011CUr5uY4uI6oP8aS0dF2gH", message_start("msg_01H1st0ryR3su1tQw2Er4Ty", 612, cached=512)
@@ -249,7 +249,7 @@ CASES = [
                           + message_end("end_turn", 612, 24, cached=512))],
     ),
     Case(
-        name="error_event",
+        name="error-event",
         options=options("Tell me a story."),
         path=PATH,
         responses=[stream("req_011CUr5vU7iO9pA1sD3fG5hJ", message_start("msg_01Ov3r1oad3dM1dStr3amQw", 11)
@@ -258,7 +258,7 @@ CASES = [
                           + event({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))],
     ),
     Case(
-        name="rate_limited",
+        name="rate-limited",
         options=options("Hello?"),
         path=PATH,
         responses=[ScriptedResponse.json(

@@ -107,13 +107,13 @@ CASES = [
                           + chunk("1lpeaMTxIpW1nvgP-O3vwQY", [{"text": "\n"}], usage(8, 10), finish="STOP"))],
     ),
     Case(
-        name="tool_call",
+        name="tool-call",
         options=options("What's the weather in Paris?", tools=(WEATHER,)),
         path=PATH,
         responses=[stream("3f9e1d7c2a6b4d80", chunk("2mqeaNUyJqW2owgQ-P4wxRZ", [call("get_weather", {"city": "Paris"})], usage(52, 5), finish="STOP"))],
     ),
     Case(
-        name="parallel_tool_calls",
+        name="parallel-tool-calls",
         options=options("Weather and local time in Paris?", tools=(WEATHER, TIME)),
         path=PATH,
         responses=[stream("6b2d8e4f1c3a5d97", chunk(
@@ -123,20 +123,20 @@ CASES = [
         ))],
     ),
     Case(
-        name="tool_call_no_args",
+        name="tool-call-no-args",
         options=options("What files are here?", tools=(LIST_FILES,)),
         path=PATH,
         responses=[stream("9a7c5e3b1d2f4a68", chunk("4osgcPWaLsY4qyiS-R6yzTb", [call("list_files", {})], usage(41, 3), finish="STOP"))],
     ),
     Case(
-        name="text_then_tool_call",
+        name="text-then-tool-call",
         options=options("Is it raining in Paris?", tools=(WEATHER,)),
         path=PATH,
         responses=[stream("1e3c5a7b9d2f4e60", chunk("5pthdQXbMtZ5rzjT-S7zAUc", [{"text": "I'll check the current weather"}], usage(55, 6))
                           + chunk("5pthdQXbMtZ5rzjT-S7zAUc", [{"text": " in Paris."}, call("get_weather", {"city": "Paris"})], usage(55, 14), finish="STOP"))],
     ),
     Case(
-        name="non_ascii_split",
+        name="non-ascii-split",
         options=options("Greet me from Cologne and tell me Tokyo's weather."),
         path=PATH,
         responses=[ScriptedResponse.streaming(
@@ -145,14 +145,14 @@ CASES = [
         )],
     ),
     Case(
-        name="max_tokens",
+        name="max-tokens",
         options=options("Write a long poem about the sea.", max_tokens=12),
         path=PATH,
         responses=[stream("2c4e6a8b0d1f3e57", chunk("6quieRYcNuA6s0kU-T8ABVd", [{"text": "The sea, a restless mirror"}], usage(8, 6))
                           + chunk("6quieRYcNuA6s0kU-T8ABVd", [{"text": " of the sky,\nIt"}], usage(8, 12), finish="MAX_TOKENS"))],
     ),
     Case(
-        name="thought_parts",
+        name="thought-parts",
         options=options(
             "What is 17 * 23?",
             extra={"generationConfig": {"thinkingConfig": {"includeThoughts": True, "thinkingBudget": 1024}}},
@@ -161,21 +161,21 @@ CASES = [
         responses=[stream("4a6c8e0b2d3f5a79", THOUGHTS)],
     ),
     Case(
-        name="history_tool_result",
+        name="history-tool-result",
         options=HISTORY,
         path=PATH,
         responses=[stream("5b7d9f1c3e4a6b80", chunk("7rvjfSZdOvB7t1lV-U9BCWe", [{"text": "Paris: 18°C with light rain."}], usage(131, 8))
                           + chunk("7rvjfSZdOvB7t1lV-U9BCWe", [{"text": " Tokyo: 24°C and clear."}], usage(131, 17), finish="STOP"))],
     ),
     Case(
-        name="error_event",
+        name="error-event",
         options=options("Tell me a story."),
         path=PATH,
         responses=[stream("8e0a2c4d6f7b9c13", chunk("8swkgTAePwC8u2mW-V0CDXf", [{"text": "Once upon a time"}], usage(6, 4))
                           + "data: " + json.dumps({"error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}}) + "\r\n\r\n")],
     ),
     Case(
-        name="rate_limited",
+        name="rate-limited",
         options=options("Hello?"),
         path=PATH,
         responses=[ScriptedResponse.json(

@@ -112,33 +112,33 @@ CASES = [
         responses=[Lines().text("Hello", "!", " How", " can", " I", " help", " you", " today", "?").done("stop", 17, 10).response()],
     ),
     Case(
-        name="tool_call",
+        name="tool-call",
         options=options("What's the weather in Paris?", tools=(WEATHER,)),
         path=PATH,
         responses=[Lines().calls(("get_weather", {"city": "Paris"})).done("stop", 169, 15).response()],
     ),
     Case(
-        name="parallel_tool_calls",
+        name="parallel-tool-calls",
         options=options("Weather and local time in Paris?", tools=(WEATHER, TIME)),
         path=PATH,
         responses=[Lines().calls(("get_weather", {"city": "Paris"}), ("get_time", {"timezone": "Europe/Paris"}))
                    .done("stop", 231, 38).response()],
     ),
     Case(
-        name="tool_call_no_args",
+        name="tool-call-no-args",
         options=options("What files are here?", tools=(LIST_FILES,)),
         path=PATH,
         responses=[Lines().calls(("list_files", {})).done("stop", 142, 11).response()],
     ),
     Case(
-        name="text_then_tool_call",
+        name="text-then-tool-call",
         options=options("Is it raining in Paris?", tools=(WEATHER,)),
         path=PATH,
         responses=[Lines().text("I'll check", " the weather", " in Paris.").calls(("get_weather", {"city": "Paris"}))
                    .done("stop", 170, 27).response()],
     ),
     Case(
-        name="non_ascii_split",
+        name="non-ascii-split",
         options=options("Greet me from Cologne and tell me Tokyo's weather."),
         path=PATH,
         responses=[ScriptedResponse.streaming(
@@ -160,13 +160,13 @@ CASES = [
                    .text("17 * 23 = ", "**391**.").done("stop", 21, 58).response()],
     ),
     Case(
-        name="history_tool_result",
+        name="history-tool-result",
         options=HISTORY,
         path=PATH,
         responses=[Lines().text("Paris: 18°C with light rain.", " Tokyo: 24°C and clear.").done("stop", 236, 17).response()],
     ),
     Case(
-        name="error_event",
+        name="error-event",
         options=options("Tell me a story."),
         path=PATH,
         responses=[ScriptedResponse.streaming(
@@ -176,7 +176,7 @@ CASES = [
         )],
     ),
     Case(
-        name="server_busy",
+        name="server-busy",
         options=options("Hello?"),
         path=PATH,
         responses=[ScriptedResponse.json(
