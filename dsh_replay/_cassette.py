@@ -297,6 +297,43 @@ def _round_trips(text: str) -> bool:
     return bool(yaml.load(dumped, Loader=_Loader)["a"]["b"]["string"] == str(text))
 
 
+_NOT_IN_LITERAL = re.compile("[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029\ufeff\ud800-\udfff\r]")
+
+
+def _literal_block(text: str) -> str | None:
+    """``text`` as an unindented YAML literal block: a ``|`` header line, then its lines.
+
+    ``None`` when a literal block cannot hold it exactly (control characters,
+    YAML line breaks other than LF, a first line that starts with a space,
+    which would need an indentation indicator).
+    """
+    if text[:1] in (" ", "\n") or _NOT_IN_LITERAL.search(text):
+        return None
+    if not text.endswith("\n"):
+        chomp, lines = "-", text + "\n"
+    elif text.endswith("\n\n"):
+        chomp, lines = "+", text
+    else:
+        chomp, lines = "", text
+    return f"|{chomp}\n{lines}"
+
+
+def _splice(text: str | None, token: str, piece: str, *, literal: bool) -> str | None:
+    """Put ``piece`` where the placeholder scalar ``token`` was emitted (a literal block is indented)."""
+    if text is None:
+        return None
+    at = text.find(f": {token}\n")
+    if at < 0:
+        return None
+    if literal:
+        line_start = text.rfind("\n", 0, at) + 1
+        indent = " " * (len(text[line_start:at]) - len(text[line_start:at].lstrip(" ")) + 2)
+        header, _, lines = piece.partition("\n")
+        piece = header + "\n" + "".join(f"{indent}{line}\n" if line else "\n" for line in lines.split("\n")[:-1])
+        return text[: at + 2] + piece + text[at + 3 + len(token) :]
+    return text[: at + 2] + piece + text[at + 2 + len(token) :]
+
+
 def _body_value(body: bytes, readable: bool) -> Any:
     """``body`` as the file holds it: a literal block, a string, or ``!!binary``.
 
@@ -393,6 +430,57 @@ class Cassette:
         return out
 
     def dumps(self) -> str:
+        """The YAML text of the cassette; response bodies as literal blocks where they round-trip."""
+        return self._dumps_spliced() or self._dumps_per_body()
+
+    def _dumps_spliced(self) -> str | None:
+        """Emit with libyaml, then splice in the literal bodies and fragment lists we write ourselves.
+
+        A streamed body is most of a cassette, and its fragment list the most
+        numerous nodes: writing both directly is many times faster than letting
+        an emitter analyse them (the pure-Python one, needed for emoji, most of
+        all). The text is read back before the fragments go in (they are plain
+        numbers) and compared; ``None`` when it is not exact, and the careful
+        per-body path decides instead.
+        """
+        data = self.to_dict(readable=False)
+        bodies: dict[str, str] = {}
+        fragments: dict[str, str] = {}
+        for position, (interaction, raw) in enumerate(zip(self.interactions, data["interactions"], strict=True)):
+            response = raw["response"]
+            body = response["body"]["string"]
+            if isinstance(body, str) and "\n" in body:
+                block = _literal_block(body)
+                if block is None:
+                    return None
+                token = f"dsh-replay-body-{position}"
+                response["body"]["string"], bodies[token] = token, block
+            extra = response.get("dsh_replay")
+            if extra and interaction.fragments is not None:
+                token = f"dsh-replay-fragments-{position}"
+                extra["fragments"] = token
+                fragments[token] = "[" + ", ".join(f"[{round(ms, 1)!r}, {size}]" for ms, size in interaction.fragments) + "]"
+        text: str | None = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 30)
+        for token, block in bodies.items():
+            text = _splice(text, token, block, literal=True)
+        if text is None or not self._bodies_read_back(text):
+            return None
+        for token, flow in fragments.items():
+            text = _splice(text, token, flow, literal=False)
+        return text
+
+    def _bodies_read_back(self, text: str) -> bool:
+        try:
+            back = yaml.load(text, Loader=_Loader)
+            return all(
+                _as_bytes(raw["response"]["body"]["string"]) == interaction.body
+                and _as_bytes(raw["request"].get("body")) == (interaction.request.body or b"")
+                for interaction, raw in zip(self.interactions, back["interactions"], strict=True)
+            )
+        except (yaml.YAMLError, KeyError, TypeError, ValueError):
+            return False
+
+    def _dumps_per_body(self) -> str:
         data = self.to_dict(readable=True)
         astral = any(
             isinstance(i["response"]["body"]["string"], str) and _ASTRAL.search(i["response"]["body"]["string"])

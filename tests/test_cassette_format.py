@@ -263,3 +263,43 @@ def test_request_bodies_round_trip_and_still_match(tmp_path: Path, request_body:
         replayed = client.post("http://api.example.test/v1/upload", content=request_body)
     assert session.played == 1
     assert replayed.content == live.content == b"ok: " + request_body
+
+
+def _cassette(body: bytes, tmp_path: Path) -> Cassette:
+    request = VcrRequest("POST", "https://api.example/v1/stream", b'{"q":1}', {})
+    interaction = Interaction(
+        request=request, status=200, reason="OK", headers=[("content-type", "text/event-stream")],
+        body=body, fragments=[(0.0, len(body) // 2), (12.34, len(body) - len(body) // 2)],
+    )
+    return Cassette(path=tmp_path / "c.yaml", interactions=[interaction])
+
+
+@pytest.mark.parametrize(
+    ("body", "header"),
+    [
+        (b"data: a\n\ndata: b\n\n", "string: |+"),  # SSE: blank line at the end is kept
+        (b"line one\nline two\n", "string: |"),  # exactly one final LF: clip
+        (b"line one\nline two", "string: |-"),  # no final LF: strip
+        ('data: {"t":"😊 🎉"}\n\n'.encode(), "string: |+"),  # emoji stay readable
+    ],
+)
+def test_bodies_are_spliced_in_as_literal_blocks(tmp_path: Path, body: bytes, header: str) -> None:
+    cassette = _cassette(body, tmp_path)
+    cassette.save()
+    text = cassette.path.read_text(encoding="utf-8")
+    assert f"      {header}\n" in text
+    assert "\\U0001" not in text  # no escapes
+    assert "fragments: [[0.0, " in text and "[12.3, " in text
+    back = Cassette.load(cassette.path).interactions[0]
+    assert back.body == body
+    assert back.fragments == [(0.0, len(body) // 2), (12.3, len(body) - len(body) // 2)]
+
+
+@pytest.mark.parametrize("body", [b"data: a\r\n\r\n", b" leading space\n", b"\nstarts with a blank line\n", "a\u2028b\n".encode()])
+def test_bodies_a_literal_block_cannot_hold_are_written_the_careful_way(tmp_path: Path, body: bytes) -> None:
+    cassette = _cassette(body, tmp_path)
+    assert cassette._dumps_spliced() is None or Cassette.from_dict(
+        yaml.safe_load(cassette._dumps_spliced() or ""), cassette.path
+    ).interactions[0].body == body
+    cassette.save()
+    assert Cassette.load(cassette.path).interactions[0].body == body
