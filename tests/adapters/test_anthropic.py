@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,13 +27,11 @@ from dsh_replay import (
     check_chunk_sequence,
     collect,
 )
-from dsh_replay._replay import Outcome, replay_case, run_adapter, trace_body
-from dsh_replay._routes import RouteTable
+from dsh_replay._replay import Outcome, run_adapter, trace_body
 from dsh_replay._transport import RetryPolicy
 from dsh_replay.adapters import AnthropicAdapter
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
-CASSETTES = Path(__file__).resolve().parents[2] / "cassettes" / "anthropic"
 KEY = "test-anthropic-key"
 
 WEATHER = ToolDefinition(
@@ -159,39 +156,6 @@ async def test_request_reaches_the_provider_with_headers_and_body() -> None:
     assert sent.headers["x-api-key"] == KEY
     assert sent.headers["anthropic-version"] == "2023-06-01"
     assert sent.json() == AnthropicAdapter(KEY).build_request(CONVERSATION).json
-
-
-# -- cassettes ---------------------------------------------------------------------
-
-CASSETTE_PATHS = sorted(CASSETTES.glob("*.yaml"))
-
-
-def test_every_required_case_is_bundled() -> None:
-    names = {path.stem for path in CASSETTE_PATHS}
-    assert {
-        "text", "tool-call", "parallel-tool-calls", "tool-call-no-args", "text-then-tool-call",
-        "non-ascii-split", "max-tokens", "thinking", "error-event", "rate-limited",
-    } <= names
-
-
-@pytest.mark.parametrize("fragmentation", ["recorded", "bytes", "random:1", "random:7", "random:42"])
-@pytest.mark.parametrize("cassette", CASSETTE_PATHS, ids=lambda p: p.stem)
-@pytest.mark.asyncio
-async def test_cassette_replays_to_its_golden(cassette: Path, fragmentation: str) -> None:
-    result = await replay_case(cassette, RouteTable.load(), fragmentation=fragmentation)
-    assert result.ok, result.problem
-    assert result.golden == "matched"
-
-
-def test_non_ascii_cassette_was_cut_inside_characters() -> None:
-    from dsh_replay._cassette import Cassette
-
-    interaction = Cassette.load(CASSETTES / "non-ascii-split.yaml").interactions[0]
-    ends, total = [], 0
-    for size in interaction.fragment_sizes()[:-1]:
-        total += size
-        ends.append(total)
-    assert any(interaction.body[end] & 0xC0 == 0x80 for end in ends)
 
 
 # -- event mapping: inline bodies ------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,8 +28,6 @@ from .test_openai_chat import (
     CONVERSATION,
     KEY,
     NO_RETRY,
-    assert_replays,
-    cassettes,
     chunk,
     sse,
     trace,
@@ -102,18 +99,6 @@ async def test_the_key_travels_only_in_the_authorization_header() -> None:
 
 
 # -- event mapping -----------------------------------------------------------------------------------
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize("path", cassettes("deepseek"), ids=lambda p: p.stem)
-async def test_cassette_replays_and_matches_its_golden_whatever_the_fragmentation(path: Path) -> None:
-    await assert_replays(path, ["recorded", "bytes", "random:3", "random:11"])
-
-
-def test_the_route_has_its_cassettes() -> None:
-    names = {path.stem for path in cassettes("deepseek")}
-    assert {"text", "tool-call", "parallel-tool-calls", "tool-call-no-args", "text-then-tool-call", "non-ascii-split",
-            "length-stop", "reasoning", "reasoning-dropped", "error-mid-stream", "rate-limited"} <= names
 
 
 @pytest.mark.asyncio

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,13 +24,10 @@ from dsh_replay import (
     Usage,
     collect,
 )
-from dsh_replay._replay import Outcome, replay_case, run_adapter, trace_body
-from dsh_replay._routes import RouteTable
+from dsh_replay._replay import Outcome, run_adapter, trace_body
 from dsh_replay._transport import RetryPolicy
 from dsh_replay.adapters import OllamaAdapter
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
-
-CASSETTES = Path(__file__).resolve().parents[2] / "cassettes" / "ollama"
 
 WEATHER = ToolDefinition(
     name="get_weather",
@@ -125,39 +121,6 @@ async def test_request_reaches_the_server_without_authorization() -> None:
     assert "authorization" not in sent.headers
     assert sent.json() == OllamaAdapter("").build_request(CONVERSATION).json
 
-
-# -- cassettes ---------------------------------------------------------------------
-
-CASSETTE_PATHS = sorted(CASSETTES.glob("*.yaml"))
-
-
-def test_every_required_case_is_bundled() -> None:
-    names = {path.stem for path in CASSETTE_PATHS}
-    assert {
-        "text", "tool-call", "parallel-tool-calls", "tool-call-no-args", "text-then-tool-call",
-        "non-ascii-split", "length", "thinking", "error-event", "server-busy",
-    } <= names
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize("fragmentation", ["recorded", "bytes", "random:1", "random:7", "random:42"])
-@pytest.mark.parametrize("cassette", CASSETTE_PATHS, ids=lambda p: p.stem)
-async def test_cassette_replays_to_its_golden(cassette: Path, fragmentation: str) -> None:
-    result = await replay_case(cassette, RouteTable.load(), fragmentation=fragmentation)
-    assert result.ok, result.problem
-    assert result.golden == "matched"
-
-
-
-def test_non_ascii_cassette_was_cut_inside_characters() -> None:
-    from dsh_replay._cassette import Cassette
-
-    interaction = Cassette.load(CASSETTES / "non-ascii-split.yaml").interactions[0]
-    ends, total = [], 0
-    for size in interaction.fragment_sizes()[:-1]:
-        total += size
-        ends.append(total)
-    assert any(interaction.body[end] & 0xC0 == 0x80 for end in ends)
 
 # -- event mapping: inline bodies ------------------------------------------------------
 

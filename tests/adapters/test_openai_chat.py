@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +26,7 @@ from dsh_replay import (
     chunk_to_json,
     collect,
 )
-from dsh_replay._replay import Outcome, replay_case, run_adapter, trace_body
-from dsh_replay._routes import RouteTable
+from dsh_replay._replay import Outcome, run_adapter, trace_body
 from dsh_replay._transport import RetryPolicy
 from dsh_replay.adapters import OpenAIChatAdapter, OpenAICompatibleAdapter
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
@@ -133,19 +131,6 @@ def types(outcome: Outcome) -> list[str]:
 
 def calls(result: Turn) -> list[tuple[str, str, object]]:
     return [(call.id, call.name, call.parsed) for call in result.tool_calls]
-
-
-def cassettes(*routes: str) -> list[Path]:
-    return sorted(path for route in routes for path in (ROOT / "cassettes" / route).glob("*.yaml"))
-
-
-async def assert_replays(path: Path, fragmentations: Sequence[str]) -> None:
-    """The cassette replays ok and matches its golden under every fragmentation."""
-    table = RouteTable.load()
-    for fragmentation in fragmentations:
-        result = await replay_case(path, table, fragmentation=fragmentation)
-        assert result.ok, f"{path.name} [{fragmentation}]: {result.problem}"
-        assert result.golden == "matched", (fragmentation, result.golden)
 
 
 # -- request mapping ------------------------------------------------------------------------------
@@ -257,50 +242,6 @@ async def test_a_local_server_gets_no_authorization_header_at_all() -> None:
         (request,) = emu.requests
     assert turn(outcome).text == "hi"
     assert "authorization" not in request.headers
-
-
-# -- event mapping: cassettes -------------------------------------------------------------------------
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize("path", cassettes("openai", "openai-compatible"), ids=lambda p: f"{p.parent.name}/{p.stem}")
-async def test_cassette_replays_and_matches_its_golden_whatever_the_fragmentation(path: Path) -> None:
-    await assert_replays(path, ["recorded", "bytes", "random:1", "random:7"])
-
-
-def test_every_route_has_its_cassettes() -> None:
-    wanted = {"text", "tool-call", "parallel-tool-calls", "tool-call-no-args", "text-then-tool-call",
-              "non-ascii-split", "length-stop", "error-mid-stream", "rate-limited"}
-    for route in ("openai", "openai-compatible"):
-        names = {path.stem for path in cassettes(route)}
-        assert wanted <= names, (route, wanted - names)
-    assert "reasoning" in {path.stem for path in cassettes("openai-compatible")}
-
-
-def test_no_cassette_holds_the_recording_key_or_any_credential() -> None:
-    from dsh_replay._secrets import find_secrets
-    from tests.make_cassettes import RECORDING_KEY
-
-    paths = cassettes("openai", "openai-compatible", "deepseek", "openai-responses")
-    assert len(paths) >= 40
-    for path in paths:
-        text = path.read_text(encoding="utf-8")
-        assert RECORDING_KEY not in text, path
-        assert "Bearer" not in text, path
-        assert list(find_secrets(text)) == [], path
-
-
-def test_non_ascii_cassettes_are_cut_inside_a_character() -> None:
-    from dsh_replay._cassette import Cassette
-
-    for route in ("openai", "openai-compatible", "deepseek", "openai-responses"):
-        (interaction,) = Cassette.load(ROOT / "cassettes" / route / "non-ascii-split.yaml").interactions
-        edges, position = [], 0
-        for size in interaction.fragment_sizes()[:-1]:
-            position += size
-            edges.append(position)
-        inside = [edge for edge in edges if interaction.body[edge] & 0xC0 == 0x80]
-        assert len(inside) >= 3, route
 
 
 # -- event mapping: translator edge cases ------------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,9 +26,7 @@ from .test_openai_chat import (
     CONVERSATION,
     KEY,
     NO_RETRY,
-    assert_replays,
     calls,
-    cassettes,
     trace,
     turn,
     types,
@@ -161,18 +158,6 @@ async def test_the_key_travels_only_in_the_authorization_header() -> None:
 
 
 # -- event mapping ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize("path", cassettes(ROUTE), ids=lambda p: p.stem)
-async def test_cassette_replays_and_matches_its_golden_whatever_the_fragmentation(path: Path) -> None:
-    await assert_replays(path, ["recorded", "bytes", "random:5", "random:13"])
-
-
-def test_the_route_has_its_cassettes() -> None:
-    names = {path.stem for path in cassettes(ROUTE)}
-    assert {"text", "tool-call", "parallel-tool-calls", "tool-call-no-args", "text-then-tool-call", "non-ascii-split",
-            "length-stop", "reasoning", "web-search", "error-mid-stream", "rate-limited"} <= names
 
 
 @pytest.mark.asyncio
