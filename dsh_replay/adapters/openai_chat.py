@@ -313,8 +313,9 @@ class OpenAICompatibleAdapter(OpenAIChatAdapter):
 
     vLLM, llama.cpp server, LM Studio, Ollama's ``/v1``, Groq, Together, Mistral,
     OpenRouter … ``base_url`` is required (the server's root, e.g.
-    ``http://localhost:8000/v1``); ``api_key`` is optional, as local servers take
-    none, and the ``Authorization`` header is sent only when a key is given.
+    ``http://localhost:8000/v1``). ``api_key`` is still passed explicitly, but may
+    be ``None`` or empty, as local servers take none: the ``Authorization`` header
+    is sent only when a key is given.
     Sends ``max_tokens``, the name every compatible server understands.
     """
 
@@ -323,7 +324,7 @@ class OpenAICompatibleAdapter(OpenAIChatAdapter):
     requires_api_key: ClassVar[bool] = False
     max_tokens_field: ClassVar[str] = "max_tokens"
 
-    def __init__(self, api_key: str | None = None, *, base_url: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, api_key: str | None, *, base_url: str | None = None, **kwargs: Any) -> None:
         if not base_url:
             raise ConfigError(
                 "OpenAICompatibleAdapter needs base_url, the server's OpenAI-compatible root, e.g. "

@@ -191,7 +191,7 @@ def test_assistant_text_with_tool_calls_keeps_its_content_and_names_are_sent() -
 
 def test_extra_none_removes_a_key() -> None:
     options = GenerateOptions(model="m", messages=[Message(role="user", content="hi")], extra={"stream_options": None})
-    body = OpenAICompatibleAdapter(base_url="http://localhost:8080/v1").build_request(options).json
+    body = OpenAICompatibleAdapter(None, base_url="http://localhost:8080/v1").build_request(options).json
     assert body == {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
 
 
@@ -201,7 +201,7 @@ def test_compatible_without_base_url_is_a_config_error() -> None:
 
 
 def test_compatible_without_key_sends_no_authorization() -> None:
-    request = OpenAICompatibleAdapter(base_url="http://localhost:11434/v1").build_request(CONVERSATION)
+    request = OpenAICompatibleAdapter(None, base_url="http://localhost:11434/v1").build_request(CONVERSATION)
     assert dict(request.headers) == {"Accept": "text/event-stream"}
 
 
@@ -237,7 +237,7 @@ async def test_a_local_server_gets_no_authorization_header_at_all() -> None:
     body = sse(chunk({"content": "hi"}), chunk(finish="stop"), usage_chunk(1, 1))
     with ProviderEmulator() as emu:
         emu.add("POST", "/v1/chat/completions", ScriptedResponse.streaming(body))
-        adapter = OpenAICompatibleAdapter(base_url=emu.base_url + "/v1", retry=NO_RETRY)
+        adapter = OpenAICompatibleAdapter(None, base_url=emu.base_url + "/v1", retry=NO_RETRY)
         outcome = await run_adapter(adapter, CONVERSATION)
         (request,) = emu.requests
     assert turn(outcome).text == "hi"
