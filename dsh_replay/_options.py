@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._chunks import CallId
+from ._chunks import CallId, ReasoningBlock
 from ._exceptions import ConfigError
 
 __all__ = ["GenerateOptions", "Message", "MessageToolCall", "Role", "ToolDefinition"]
@@ -36,8 +36,11 @@ class MessageToolCall:
 class Message:
     """One conversation message.
 
-    ``assistant`` messages may carry ``tool_calls``; ``tool`` messages carry the
-    ``call_id`` they answer and the result in ``content``.
+    ``assistant`` messages may carry ``tool_calls``, and the ``reasoning`` blocks
+    the turn produced (a provider that signs its reasoning, like Anthropic's
+    extended thinking, wants them back with their signatures when the turn
+    called tools); ``tool`` messages carry the ``call_id`` they answer and the
+    result in ``content``.
     """
 
     role: Role
@@ -45,6 +48,7 @@ class Message:
     tool_calls: tuple[MessageToolCall, ...] = ()
     call_id: CallId | None = None
     name: str | None = None
+    reasoning: tuple[ReasoningBlock, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
@@ -53,8 +57,11 @@ class Message:
             raise ConfigError("a tool message needs the call_id of the tool call it answers")
         if self.tool_calls and self.role != "assistant":
             raise ConfigError(f"only assistant messages carry tool_calls; got role {self.role!r}")
+        if self.reasoning and self.role != "assistant":
+            raise ConfigError(f"only assistant messages carry reasoning; got role {self.role!r}")
         # accept any sequence from callers, store a tuple so the value stays hashable/frozen
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        object.__setattr__(self, "reasoning", tuple(self.reasoning))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -64,6 +71,11 @@ class Message:
             out["callId"] = self.call_id
         if self.name is not None:
             out["name"] = self.name
+        if self.reasoning:
+            out["reasoning"] = [
+                {"text": r.text, **({"signature": r.signature} if r.signature is not None else {})}
+                for r in self.reasoning
+            ]
         return out
 
     @classmethod
@@ -77,6 +89,9 @@ class Message:
             ),
             call_id=CallId(data["callId"]) if data.get("callId") is not None else None,
             name=data.get("name"),
+            reasoning=tuple(
+                ReasoningBlock(text=r["text"], signature=r.get("signature")) for r in data.get("reasoning", ())
+            ),
         )
 
 

@@ -8,6 +8,7 @@ from dsh_replay import (
     GenerateOptions,
     Message,
     MessageToolCall,
+    ReasoningBlock,
     ToolDefinition,
 )
 
@@ -26,6 +27,7 @@ def test_round_trip_through_json() -> None:
             Message(role="user", content="weather?"),
             Message(role="assistant", tool_calls=[MessageToolCall(id=CallId("call_1"), name="get_weather", arguments='{"city":"Paris"}')]),
             Message(role="tool", call_id=CallId("call_1"), content='{"temp":21}'),
+            Message(role="assistant", content="21C.", reasoning=[ReasoningBlock(text="t", signature="s"), ReasoningBlock(text="u")]),
         ],
         tools=[ToolDefinition(name="get_weather", description="Weather", parameters={"type": "object", "properties": {"city": {"type": "string"}}})],
         temperature=0.2,
@@ -35,6 +37,7 @@ def test_round_trip_through_json() -> None:
     data = options.to_json()
     assert data["messages"][2]["toolCalls"] == [{"id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'}]
     assert data["maxTokens"] == 100
+    assert data["messages"][4]["reasoning"] == [{"text": "t", "signature": "s"}, {"text": "u"}]
     assert GenerateOptions.from_json(data) == options
 
 
@@ -43,6 +46,8 @@ def test_message_rules() -> None:
         Message(role="robot", content="x")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="needs the call_id"):
         Message(role="tool", content="result")
+    with pytest.raises(ConfigError, match="only assistant messages carry reasoning"):
+        Message(role="user", content="x", reasoning=[ReasoningBlock(text="r")])
     with pytest.raises(ConfigError, match="only assistant messages carry tool_calls"):
         Message(role="user", tool_calls=[MessageToolCall(id=CallId("c"), name="f")])
 

@@ -145,9 +145,17 @@ def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def _turn(message: Message) -> dict[str, Any]:
-    if not message.tool_calls:
+    # Extended thinking with tools needs the turn's signed thinking blocks back,
+    # first and unchanged; unsigned reasoning cannot be verified, so it is not sent.
+    # https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks
+    thinking = [
+        {"type": "thinking", "thinking": r.text, "signature": r.signature}
+        for r in message.reasoning
+        if r.signature
+    ]
+    if not message.tool_calls and not thinking:
         return {"role": message.role, "content": message.content}
-    content: list[dict[str, Any]] = []
+    content: list[dict[str, Any]] = list(thinking)
     if message.content:
         content.append({"type": "text", "text": message.content})
     content += [

@@ -130,6 +130,31 @@ def test_max_tokens_extra_and_several_system_messages() -> None:
     assert "tools" not in body and "temperature" not in body
 
 
+def test_signed_thinking_of_a_tool_calling_turn_goes_back_first() -> None:
+    from dsh_replay import ReasoningBlock
+    from dsh_replay.adapters.anthropic import request_body
+
+    turn = Message(
+        role="assistant",
+        reasoning=(
+            ReasoningBlock(text="Need the weather tool.", signature="EqQBCkgIARABGAIiQ"),
+            ReasoningBlock(text="unsigned: never sent"),
+        ),
+        tool_calls=(MessageToolCall(id=CallId("toolu_A"), name="get_weather", arguments='{"city":"Paris"}'),),
+    )
+    options = GenerateOptions(
+        model="claude-sonnet-4-5",
+        messages=[Message(role="user", content="Weather?"), turn, Message(role="tool", call_id=CallId("toolu_A"), content="18C")],
+    )
+    assert request_body(options)["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Need the weather tool.", "signature": "EqQBCkgIARABGAIiQ"},
+            {"type": "tool_use", "id": "toolu_A", "name": "get_weather", "input": {"city": "Paris"}},
+        ],
+    }
+
+
 def test_history_arguments_that_are_not_an_object_are_refused() -> None:
     options = GenerateOptions(
         model="m",
