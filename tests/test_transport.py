@@ -27,14 +27,8 @@ from dsh_replay._exceptions import (
     StreamInterruptedError,
     StreamTimeoutError,
 )
-from dsh_replay._transport import (
-    RetryPolicy,
-    StreamRequest,
-    error_from_payload,
-    error_from_response,
-    parse_retry_after,
-    stream_events,
-)
+from dsh_replay._provider_errors import error_from_payload, error_from_response, parse_retry_after
+from dsh_replay._transport import RetryPolicy, StreamRequest, stream_events
 from dsh_replay.testing import End, ProviderEmulator, ScriptedResponse
 
 PATH = "/v1/chat/completions"

@@ -32,16 +32,10 @@ from .._chunks import StreamChunk, Usage
 from .._exceptions import ConfigError, MalformedStreamError, ProviderError, StreamInterruptedError
 from .._ndjson import NDJSONDecoder
 from .._options import GenerateOptions
+from .._provider_errors import error_from_payload
 from .._sequencer import BlockSequencer
 from .._sse import SSEDecoder, SSEEvent
-from .._transport import (
-    DEFAULT_RETRY,
-    Decoder,
-    RetryPolicy,
-    StreamRequest,
-    error_from_payload,
-    stream_events,
-)
+from .._transport import DEFAULT_RETRY, Decoder, RetryPolicy, StreamRequest, stream_events
 
 __all__ = [
     "CutAwareNDJSONDecoder",
