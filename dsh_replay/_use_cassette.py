@@ -31,11 +31,8 @@ from ._cassette import (
     FORMAT_VERSION,
     Cassette,
     Interaction,
-    Matcher,
     RecordMode,
     Scrubber,
-    default_matchers,
-    describe_mismatch,
 )
 from ._exceptions import CassetteError
 from ._intercept import (
@@ -47,6 +44,7 @@ from ._intercept import (
     replay_response,
     uninstall,
 )
+from ._matching import Matcher, default_matchers, describe_mismatch
 from ._options import GenerateOptions
 from ._version import __version__
 
