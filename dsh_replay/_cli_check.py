@@ -55,8 +55,7 @@ def validate_file(path: Path) -> FileReport:
             continue
         lines.append(number)
         if isinstance(value, BadLine):
-            validator.feed({"type": None})  # keeps positions aligned with lines
-            validator.violations[-1] = Violation("P1", len(lines) - 1, f"line is {value.reason}")
+            validator.feed_unreadable(f"is {value.reason}")
         else:
             blocks += isinstance(value, dict) and value.get("type") == "block-start"
             validator.feed(value)  # type: ignore[arg-type]

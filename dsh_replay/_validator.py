@@ -191,6 +191,13 @@ class SequenceValidator:
         self._feed(chunk)
         return violations[before:] if len(violations) != before else []
 
+    def feed_unreadable(self, reason: str) -> list[Violation]:
+        """Count a chunk that could not even be read (e.g. a JSONL line that is not JSON) as P1."""
+        position = self._position
+        self._position = position + 1
+        self._report("P1", position, f"chunk at position {position} {reason}")
+        return self.violations[-1:]
+
     def finish(self) -> list[Violation]:
         """Signal the end of the stream; return the end-of-stream violations (P11)."""
         found_before = len(self.violations)

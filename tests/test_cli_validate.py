@@ -46,7 +46,7 @@ def test_a_line_that_is_not_a_chunk_is_p1_not_a_crash(tmp_path: Path) -> None:
     assert code == 1
     reported = [line.split(": ", 1)[0].rsplit(":", 1)[1] + " " + line.split(": ", 1)[1].split()[0] for line in output.splitlines()]
     assert reported[0] == "2 P1"
-    assert "line is not valid JSON" in output
+    assert ": P1 chunk at position 1 is not valid JSON" in output
 
 
 def test_several_files_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1135,3 +1135,13 @@ def test_near_chunks_spliced_into_valid_sequences(chunks: list[StreamChunk], ins
     for at, bad in inserts:
         values.insert(min(at, len(values)), bad)
     _assert_sane(values, check_chunk_sequence(values))
+
+
+def test_an_unreadable_chunk_is_p1_and_keeps_positions_aligned() -> None:
+    validator = SequenceValidator()
+    assert [(v.rule, v.position) for v in validator.feed_unreadable("is not valid JSON")] == [("P1", 0)]
+    validator.feed({"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}})
+    validator.feed({"type": "finish", "reason": {"kind": "stop"}})
+    validator.feed({"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}})
+    validator.finish()
+    assert [(v.rule, v.position) for v in validator.violations] == [("P1", 0), ("P11", 3)]
