@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ._exceptions import DshReplayError
+from ._golden import golden_path_for
 from ._replay import CaseResult, replay_case
 from ._report import Tally
 from ._routes import RouteTable
@@ -61,7 +62,8 @@ class CassetteItem(pytest.Item):
                 update_golden=settings.update_golden,
             )
         )
-        tally.use(self.path, self.path.with_name(self.path.stem + ".chunks.jsonl"))
+        for call in range(1, max(1, len(result.outcomes)) + 1):
+            tally.use(self.path, golden_path_for(self.path, call))
         if result.outcomes:
             tally.counts["cassettes_replayed"] += 1
         if result.golden:

@@ -172,7 +172,9 @@ def test_a_case_with_two_calls_replays_both_against_their_goldens(
     ]
     assert read_lines(folder / "test_twice.2.chunks.jsonl") == golden_lines("two")
     project.makefile(".toml", pyproject=PYPROJECT)
-    project.runpytest().assert_outcomes(passed=1)
+    result = project.runpytest()
+    result.assert_outcomes(passed=1)
+    assert summary_line(result, "unused goldens") == "unused goldens: 0"
     # the second call's golden is compared too
     (folder / "test_twice.2.chunks.jsonl").write_text("\n".join(golden_lines("TWO")) + "\n", encoding="utf-8")
     result = project.runpytest()
