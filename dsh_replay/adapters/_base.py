@@ -181,6 +181,9 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
     route: ClassVar[str]
     default_base_url: ClassVar[str | None]
     requires_api_key: ClassVar[bool] = True
+    #: the body decoder (SSE or NDJSON) and the event mapping, built fresh for each stream
+    decoder_class: ClassVar[type[Decoder[Any]]]
+    translator_class: ClassVar[type[Translator[Any]]]
 
     def __init__(
         self,
@@ -214,13 +217,13 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
     def build_request(self, options: GenerateOptions) -> StreamRequest:
         """Request mapping: the provider HTTP request for ``options``."""
 
-    @abc.abstractmethod
     def decoder(self) -> Decoder[EventT]:
-        """A fresh body decoder (SSE or NDJSON)."""
+        """A fresh body decoder for one stream: ``decoder_class()`` unless overridden."""
+        return self.decoder_class()
 
-    @abc.abstractmethod
     def translator(self, sequencer: BlockSequencer) -> Translator[EventT]:
-        """Fresh per-stream event mapping state."""
+        """Fresh event-mapping state for one stream: ``translator_class(route, sequencer)`` unless overridden."""
+        return self.translator_class(self.route, sequencer)
 
     def _headers(self, headers: Mapping[str, str]) -> dict[str, str]:
         return {**headers, **self.extra_headers}

@@ -58,7 +58,7 @@ from .._chunks import StreamChunk, Usage
 from .._exceptions import MalformedStreamError
 from .._options import GenerateOptions, Message
 from .._sequencer import BlockSequencer
-from .._sse import SSEDecoder, SSEEvent
+from .._sse import SSEEvent
 from .._transport import StreamRequest
 from ._base import (
     CutAwareSSEDecoder,
@@ -75,32 +75,6 @@ __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicAdapter"]
 #: ``max_tokens`` sent when the options leave it unset (the API requires one)
 DEFAULT_MAX_TOKENS = 4096
 API_VERSION = "2023-06-01"
-
-
-class AnthropicAdapter(HttpAdapter[SSEEvent]):
-    """Anthropic Messages streaming (``POST /v1/messages``)."""
-
-    route: ClassVar[str] = "anthropic"
-    default_base_url: ClassVar[str | None] = "https://api.anthropic.com"
-
-    def build_request(self, options: GenerateOptions) -> StreamRequest:
-        headers = {
-            "x-api-key": self.api_key,
-            "anthropic-version": API_VERSION,
-            "accept": "text/event-stream",
-        }
-        return StreamRequest(
-            route=self.route,
-            url=f"{self.base_url}/v1/messages",
-            headers=self._headers(headers),
-            json=request_body(options),
-        )
-
-    def decoder(self) -> SSEDecoder:
-        return CutAwareSSEDecoder()
-
-    def translator(self, sequencer: BlockSequencer) -> AnthropicTranslator:
-        return AnthropicTranslator(self.route, sequencer)
 
 
 # -- request mapping -------------------------------------------------------------
@@ -289,3 +263,28 @@ class AnthropicTranslator(Translator[SSEEvent]):
 
 def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
+
+
+# -- adapter -------------------------------------------------------------------------
+
+
+class AnthropicAdapter(HttpAdapter[SSEEvent]):
+    """Anthropic Messages streaming (``POST /v1/messages``)."""
+
+    route: ClassVar[str] = "anthropic"
+    default_base_url: ClassVar[str | None] = "https://api.anthropic.com"
+    decoder_class = CutAwareSSEDecoder
+    translator_class = AnthropicTranslator
+
+    def build_request(self, options: GenerateOptions) -> StreamRequest:
+        headers = {
+            "x-api-key": self.api_key,
+            "anthropic-version": API_VERSION,
+            "accept": "text/event-stream",
+        }
+        return StreamRequest(
+            route=self.route,
+            url=f"{self.base_url}/v1/messages",
+            headers=self._headers(headers),
+            json=request_body(options),
+        )

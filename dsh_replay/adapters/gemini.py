@@ -71,7 +71,7 @@ from .._chunks import StreamChunk, Usage
 from .._exceptions import ConfigError, MalformedStreamError, StreamInterruptedError
 from .._options import GenerateOptions, Message
 from .._sequencer import BlockSequencer
-from .._sse import SSEDecoder, SSEEvent
+from .._sse import SSEEvent
 from .._transport import StreamRequest
 from ._base import (
     CutAwareSSEDecoder,
@@ -84,28 +84,6 @@ from ._base import (
 )
 
 __all__ = ["GeminiAdapter"]
-
-
-class GeminiAdapter(HttpAdapter[SSEEvent]):
-    """Gemini ``streamGenerateContent`` over SSE."""
-
-    route: ClassVar[str] = "gemini"
-    default_base_url: ClassVar[str | None] = "https://generativelanguage.googleapis.com/v1beta"
-
-    def build_request(self, options: GenerateOptions) -> StreamRequest:
-        model = quote(options.model.removeprefix("models/"), safe="-._~")
-        return StreamRequest(
-            route=self.route,
-            url=f"{self.base_url}/models/{model}:streamGenerateContent?alt=sse",
-            headers=self._headers({"x-goog-api-key": self.api_key, "accept": "text/event-stream"}),
-            json=request_body(options),
-        )
-
-    def decoder(self) -> SSEDecoder:
-        return CutAwareSSEDecoder()
-
-    def translator(self, sequencer: BlockSequencer) -> GeminiTranslator:
-        return GeminiTranslator(self.route, sequencer)
 
 
 # -- request mapping -------------------------------------------------------------
@@ -359,3 +337,24 @@ def _child(container: Any, step: str | int, default: Any, *, replace: bool = Fal
             container[step] = default
         return container[step]
     raise MalformedStreamError(f"partialArgs path step {step!r} does not fit {type(container).__name__}")
+
+
+# -- adapter -------------------------------------------------------------------------
+
+
+class GeminiAdapter(HttpAdapter[SSEEvent]):
+    """Gemini ``streamGenerateContent`` over SSE."""
+
+    route: ClassVar[str] = "gemini"
+    default_base_url: ClassVar[str | None] = "https://generativelanguage.googleapis.com/v1beta"
+    decoder_class = CutAwareSSEDecoder
+    translator_class = GeminiTranslator
+
+    def build_request(self, options: GenerateOptions) -> StreamRequest:
+        model = quote(options.model.removeprefix("models/"), safe="-._~")
+        return StreamRequest(
+            route=self.route,
+            url=f"{self.base_url}/models/{model}:streamGenerateContent?alt=sse",
+            headers=self._headers({"x-goog-api-key": self.api_key, "accept": "text/event-stream"}),
+            json=request_body(options),
+        )

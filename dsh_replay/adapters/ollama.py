@@ -51,7 +51,6 @@ from .._exceptions import (
     ProviderError,
     ServerError,
 )
-from .._ndjson import NDJSONDecoder
 from .._options import GenerateOptions, Message
 from .._sequencer import BlockSequencer
 from .._transport import StreamRequest
@@ -65,31 +64,6 @@ from ._base import (
 )
 
 __all__ = ["OllamaAdapter"]
-
-
-class OllamaAdapter(HttpAdapter[object]):
-    """Ollama ``/api/chat`` streaming (NDJSON)."""
-
-    route: ClassVar[str] = "ollama"
-    default_base_url: ClassVar[str | None] = "http://localhost:11434"
-    requires_api_key: ClassVar[bool] = False
-
-    def build_request(self, options: GenerateOptions) -> StreamRequest:
-        headers = {"accept": "application/x-ndjson"}
-        if self.api_key:
-            headers["authorization"] = f"Bearer {self.api_key}"
-        return StreamRequest(
-            route=self.route,
-            url=f"{self.base_url}/api/chat",
-            headers=self._headers(headers),
-            json=request_body(options),
-        )
-
-    def decoder(self) -> NDJSONDecoder:
-        return CutAwareNDJSONDecoder()
-
-    def translator(self, sequencer: BlockSequencer) -> OllamaTranslator:
-        return OllamaTranslator(self.route, sequencer)
 
 
 # -- request mapping -------------------------------------------------------------
@@ -194,3 +168,27 @@ class OllamaTranslator(Translator[object]):
         if type(error) is ProviderError:
             return ServerError(error.message, route=self.route, request_id=error.request_id)
         return error
+
+
+# -- adapter -------------------------------------------------------------------------
+
+
+class OllamaAdapter(HttpAdapter[object]):
+    """Ollama ``/api/chat`` streaming (NDJSON)."""
+
+    route: ClassVar[str] = "ollama"
+    default_base_url: ClassVar[str | None] = "http://localhost:11434"
+    decoder_class = CutAwareNDJSONDecoder
+    translator_class = OllamaTranslator
+    requires_api_key: ClassVar[bool] = False
+
+    def build_request(self, options: GenerateOptions) -> StreamRequest:
+        headers = {"accept": "application/x-ndjson"}
+        if self.api_key:
+            headers["authorization"] = f"Bearer {self.api_key}"
+        return StreamRequest(
+            route=self.route,
+            url=f"{self.base_url}/api/chat",
+            headers=self._headers(headers),
+            json=request_body(options),
+        )

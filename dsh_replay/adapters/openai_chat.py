@@ -272,6 +272,8 @@ class OpenAIChatAdapter(HttpAdapter[SSEEvent]):
 
     route: ClassVar[str] = "openai"
     default_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
+    decoder_class = CutAwareSSEDecoder
+    translator_class = ChatTranslator
     #: OpenAI deprecated ``max_tokens`` for ``max_completion_tokens`` (o-series refuse the old one)
     max_tokens_field: ClassVar[str] = "max_completion_tokens"
 
@@ -300,12 +302,6 @@ class OpenAIChatAdapter(HttpAdapter[SSEEvent]):
         if options.max_tokens is not None:
             body[self.max_tokens_field] = options.max_tokens
         return merge_extra(body, options.extra)
-
-    def decoder(self) -> CutAwareSSEDecoder:
-        return CutAwareSSEDecoder()
-
-    def translator(self, sequencer: BlockSequencer) -> ChatTranslator:
-        return ChatTranslator(self.route, sequencer)
 
 
 class OpenAICompatibleAdapter(OpenAIChatAdapter):

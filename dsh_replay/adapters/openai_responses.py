@@ -253,6 +253,8 @@ class OpenAIResponsesAdapter(HttpAdapter[SSEEvent]):
 
     route: ClassVar[str] = "openai-responses"
     default_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
+    decoder_class = CutAwareSSEDecoder
+    translator_class = ResponsesTranslator
 
     def build_request(self, options: GenerateOptions) -> StreamRequest:
         body: dict[str, Any] = {
@@ -273,9 +275,3 @@ class OpenAIResponsesAdapter(HttpAdapter[SSEEvent]):
             headers=self._headers(headers),
             json=merge_extra(body, options.extra),
         )
-
-    def decoder(self) -> CutAwareSSEDecoder:
-        return CutAwareSSEDecoder()
-
-    def translator(self, sequencer: BlockSequencer) -> ResponsesTranslator:
-        return ResponsesTranslator(self.route, sequencer)

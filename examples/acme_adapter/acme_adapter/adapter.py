@@ -29,16 +29,21 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from dsh_replay import (
-    BlockSequencer,
     GenerateOptions,
     MalformedStreamError,
     Message,
-    SSEDecoder,
     SSEEvent,
     StreamChunk,
     Usage,
 )
-from dsh_replay.adapters import HttpAdapter, StreamRequest, Translator, count, parse_json
+from dsh_replay.adapters import (
+    CutAwareSSEDecoder,
+    HttpAdapter,
+    StreamRequest,
+    Translator,
+    count,
+    parse_json,
+)
 
 __all__ = ["AcmeAdapter", "AcmeTranslator"]
 
@@ -114,6 +119,9 @@ class AcmeAdapter(HttpAdapter[SSEEvent]):
 
     route: ClassVar[str] = "acme"
     default_base_url: ClassVar[str | None] = "https://api.acme.example"
+    # the body is SSE (a body cut mid-event reads as interrupted, not malformed)
+    decoder_class = CutAwareSSEDecoder
+    translator_class = AcmeTranslator
 
     def build_request(self, options: GenerateOptions) -> StreamRequest:
         return StreamRequest(
@@ -122,9 +130,3 @@ class AcmeAdapter(HttpAdapter[SSEEvent]):
             headers=self._headers({"Authorization": f"Bearer {self.api_key}", "Accept": "text/event-stream"}),
             json=request_body(options),
         )
-
-    def decoder(self) -> SSEDecoder:
-        return SSEDecoder()
-
-    def translator(self, sequencer: BlockSequencer) -> AcmeTranslator:
-        return AcmeTranslator(self.route, sequencer)
