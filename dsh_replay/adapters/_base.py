@@ -10,7 +10,9 @@ A provider module supplies two things and nothing else:
   chunks they released, and which sets ``finished`` when it saw the provider's
   terminal event.
 
-:class:`HttpAdapter.stream` wires them together: it sends the request through
+The adapter class names them (``build_request``, ``translator_class``) and its
+body framing (``decoder_class``: SSE or NDJSON). :class:`HttpAdapter.stream`
+wires them together: it sends the request through
 the shared transport (retries, typed HTTP errors, timeouts), feeds every event
 to the translator as it arrives and yields each chunk at once. If the body ends
 before the terminal event, it raises :class:`StreamInterruptedError` — it never
