@@ -78,6 +78,8 @@ class BlockSequencer:
         self._live: dict[Hashable, _Item] = {}
         self._next_index = 0
         self._tool_blocks = 0
+        self._ended_calls: set[Hashable] = set()
+        self._call_ids: set[str] = set()
         self._finished = False
         self._out: list[StreamChunk] = []
 
@@ -180,6 +182,9 @@ class BlockSequencer:
             return item
         if self._finished:
             raise MalformedStreamError(f"content for {key!r} arrived after the generation finished")
+        if kind == "tool-call" and key in self._ended_calls:
+            # a second block for one call would repeat its id (P12)
+            raise MalformedStreamError(f"tool call {key!r} received more content after it ended")
         item = _Item(key=key, kind=kind)
         self._live[key] = item
         current = self._current
@@ -212,6 +217,9 @@ class BlockSequencer:
         self._next_index += 1
         self._current = item
         if item.kind == "tool-call":
+            if item.call_id in self._call_ids:
+                raise MalformedStreamError(f"tool call id {item.call_id!r} is used by two calls of one response")
+            self._call_ids.add(item.call_id)
             self._tool_blocks += 1
         self._out.append(BlockStart(index=item.index, block_type=item.kind))  # type: ignore[arg-type]
         for text in item.pending:
@@ -231,6 +239,8 @@ class BlockSequencer:
         self._current = None
         if self._live.get(item.key) is item:
             del self._live[item.key]
+        if item.kind == "tool-call":
+            self._ended_calls.add(item.key)
         joined = "".join(item.parts)
         if item.kind == "text":
             block: TextBlock | ToolCallBlock | ReasoningBlock = TextBlock(text=joined)

@@ -152,3 +152,85 @@ def test_nothing_after_finish() -> None:
     seq.finish(usage=USAGE)
     with pytest.raises(MalformedStreamError, match="after the generation finished"):
         seq.text("late")
+
+
+# -- property: whatever order the provider sends pieces in, the output obeys the rules ---------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_piece = st.one_of(
+    st.tuples(st.just("text"), st.just("t0"), st.text(max_size=4)),
+    st.tuples(st.just("reasoning"), st.just("r0"), st.text(max_size=4)),
+    st.tuples(st.just("signature"), st.just("r0"), st.text(min_size=1, max_size=3)),
+    st.tuples(st.just("tool"), st.integers(0, 3), st.text(alphabet='{}":ab1 ', max_size=4)),
+    st.tuples(st.just("end"), st.integers(0, 3), st.just("")),
+)
+
+
+def _feed(seq: BlockSequencer, pieces: list[tuple[str, object, str]]) -> list[StreamChunk]:
+    out: list[StreamChunk] = []
+    for kind, key, text in pieces:
+        if kind == "text":
+            out += seq.text(text, key=key)  # type: ignore[arg-type]
+        elif kind == "reasoning":
+            out += seq.reasoning(text, key=key)  # type: ignore[arg-type]
+        elif kind == "signature":
+            out += seq.reasoning("", key=key, signature=text)  # type: ignore[arg-type]
+        elif kind == "tool":
+            out += seq.tool_call(key, call_id=f"call_{key}", name=f"fn{key}", arguments=text)  # type: ignore[arg-type]
+        else:
+            out += seq.end(key)  # type: ignore[arg-type]
+    return out + seq.finish(usage=USAGE, raw_reason="x")
+
+
+def _reopens_an_ended_call(pieces: list[tuple[str, object, str]]) -> bool:
+    started: set[object] = set()
+    ended: set[object] = set()
+    for kind, key, _ in pieces:
+        if kind == "tool":
+            if key in ended:
+                return True
+            started.add(key)
+        elif kind == "end" and key in started:
+            ended.add(key)
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(_piece, max_size=40), drop=st.booleans())
+def test_any_interleaving_comes_out_valid_and_lossless(pieces: list[tuple[str, object, str]], drop: bool) -> None:
+    try:
+        out = _feed(BlockSequencer(drop_reasoning=drop), pieces)
+    except MalformedStreamError as exc:
+        # the provider contradicted itself: refused, never turned into a repeated call id
+        assert "after it ended" in str(exc)
+        assert _reopens_an_ended_call(pieces)
+        return
+    assert check_chunk_sequence(out, json_arguments=False) == []
+    turn = collect(out)
+    assert turn.text == "".join(text for kind, _, text in pieces if kind == "text")
+    reasoning = "".join(text for kind, _, text in pieces if kind == "reasoning")
+    assert turn.reasoning == ("" if drop else reasoning)
+    # each call once, in order of first appearance, its argument pieces joined ("{}" when none)
+    expected: dict[str, str] = {}
+    for kind, key, text in pieces:
+        if kind == "tool":
+            expected[f"call_{key}"] = expected.get(f"call_{key}", "") + text
+    assert [(c.id, c.arguments) for c in turn.tool_calls] == [(k, v or "{}") for k, v in expected.items()]
+
+
+def test_more_content_for_an_ended_call_is_refused_not_repeated() -> None:
+    seq = BlockSequencer()
+    seq.tool_call(0, call_id="c", name="f", arguments="{}")
+    seq.end(0)
+    with pytest.raises(MalformedStreamError, match="tool call 0 received more content after it ended"):
+        seq.tool_call(0, arguments="{}")
+
+
+def test_two_calls_with_one_id_are_refused() -> None:
+    seq = BlockSequencer()
+    seq.tool_call(0, call_id="same", name="f", arguments="{}")
+    with pytest.raises(MalformedStreamError, match="tool call id 'same' is used by two calls"):
+        seq.tool_call(1, call_id="same", name="g", arguments="{}")
+        seq.finish(usage=USAGE)
