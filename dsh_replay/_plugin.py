@@ -133,7 +133,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         or config.getoption("markexpr")
         or any("::" in str(arg) for arg in config.args)
     )
-    lines = config.stash[TALLY_KEY].lines(complete_run=complete, root=config.rootpath)
+    settings = config.stash[SETTINGS_KEY]
+    lines = config.stash[TALLY_KEY].lines(complete_run=complete, root=config.rootpath, prune=settings.prune_unused)
     if lines:
         terminalreporter.write_sep("-", "dsh-replay")
         for line in lines:

@@ -95,7 +95,8 @@ class Tally:
             return True  # its cassette was replayed, yet nothing compared this golden
         return not any(owner in known for owner in owners)
 
-    def lines(self, *, complete_run: bool, root: Path) -> list[str]:
+    def lines(self, *, complete_run: bool, root: Path, prune: bool = False) -> list[str]:
+        """The summary lines; with ``prune`` (and a complete run) the unused files are deleted."""
         c = self.counts
         if not (self.cassettes or any(c[name] for name in _COUNTERS)):
             return []
@@ -106,8 +107,14 @@ class Tally:
         ]
         if complete_run:
             goldens, cassettes = self.unused()
-            out.append(f"unused goldens: {len(goldens)}" + _listing(goldens, root))
-            out.append(f"orphan cassettes: {len(cassettes)}" + _listing(cassettes, root))
+            verb = ", deleted" if prune and (goldens or cassettes) else ""
+            out.append(f"unused goldens: {len(goldens)}{verb if goldens else ''}" + _listing(goldens, root))
+            out.append(f"orphan cassettes: {len(cassettes)}{verb if cassettes else ''}" + _listing(cassettes, root))
+            if prune:
+                for path in (*goldens, *cassettes):
+                    path.unlink(missing_ok=True)
+        elif prune:
+            out.append("pruned: nothing (only a run of every test can tell what is unused)")
         return out
 
 

@@ -42,6 +42,10 @@ def add_options(parser: pytest.Parser, *, with_record_mode: bool) -> None:
         help="write missing and differing golden chunk files; report unused ones",
     )
     group.addoption(
+        "--prune-unused", action="store_true", default=False,
+        help="delete the unused goldens and orphan cassettes the summary lists (only when every test ran)",
+    )
+    group.addoption(
         "--replay-fragmentation", action="store", default=None, metavar="HOW",
         help="how replayed bodies are cut: recorded (default), single, bytes, random[:SEED]",
     )
@@ -89,6 +93,7 @@ def _parse(parse: Callable[[str], T], value: str, where: str) -> T:
 class Settings:
     record_mode: RecordMode
     update_golden: bool
+    prune_unused: bool
     fragmentation: Fragmentation
     speed: float
     cassette_dir: Path | None
@@ -114,6 +119,7 @@ class Settings:
         settings = cls(
             record_mode=record_mode,
             update_golden=bool(config.getoption("update_golden", default=False)),
+            prune_unused=bool(config.getoption("prune_unused", default=False)),
             fragmentation=fragmentation,
             speed=speed,
             cassette_dir=Path(os.path.normpath(root / cassette_dir)) if cassette_dir else None,
@@ -127,8 +133,12 @@ class Settings:
     def refuse_in_ci(self) -> None:
         if not self.ci:
             return
-        if self.record_mode in RECORDING_MODES or self.update_golden:
-            what = "--update-golden" if self.update_golden else f"--record-mode={self.record_mode.value}"
+        if self.record_mode in RECORDING_MODES or self.update_golden or self.prune_unused:
+            what = (
+                "--update-golden" if self.update_golden
+                else "--prune-unused" if self.prune_unused
+                else f"--record-mode={self.record_mode.value}"
+            )
             raise pytest.UsageError(
                 f"dsh-replay: {what} is refused because CI is set: CI only replays committed cassettes "
                 "and goldens. Record and update locally, review the diff, and commit."

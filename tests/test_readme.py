@@ -71,7 +71,7 @@ def test_every_documented_option_exists(pytestconfig: pytest.Config) -> None:
     section = README.split("## pytest options and marker", 1)[1].split("\n## ", 1)[0]
     options = set(re.findall(r"`(--[a-z-]+)", section))
     inis = set(re.findall(r"`(dsh_replay_\w+)`", section))
-    assert options == {"--record-mode", "--update-golden", "--replay-fragmentation", "--replay-speed"}
+    assert options == {"--record-mode", "--update-golden", "--prune-unused", "--replay-fragmentation", "--replay-speed"}
     for option in options:
         assert pytestconfig.getoption(option.lstrip("-").replace("-", "_"), default="missing") != "missing"
     for name in inis:

@@ -1,5 +1,5 @@
 """``--update-golden``: missing and differing goldens are written (atomically) and counted;
-unused goldens and orphan cassettes are reported, never deleted."""
+unused goldens and orphan cassettes are reported, and deleted only with ``--prune-unused``."""
 
 from __future__ import annotations
 
@@ -86,6 +86,30 @@ def test_unused_goldens_and_orphan_cassettes_are_reported_not_deleted(project: p
     assert "orphan cassettes: 1 (cassettes/test_up/test_gone.yaml)" in lines
     for name in ("test_gone.yaml", "test_gone.chunks.jsonl", "test_a.2.chunks.jsonl"):
         assert (recorded / name).is_file()
+
+
+def test_prune_unused_deletes_what_the_summary_lists_and_nothing_else(project: pytest.Pytester, recorded: Path) -> None:
+    (recorded / "test_gone.yaml").write_bytes((recorded / "test_a.yaml").read_bytes())
+    (recorded / "test_gone.chunks.jsonl").write_bytes((recorded / "test_a.chunks.jsonl").read_bytes())
+    # a partial run cannot tell what is unused: it deletes nothing
+    result = project.runpytest("--prune-unused", "-k", "test_a")
+    result.assert_outcomes(passed=1)
+    assert (recorded / "test_gone.yaml").is_file()
+    assert "pruned: nothing (only a run of every test can tell what is unused)" in summary(result)
+    result = project.runpytest("--prune-unused")
+    result.assert_outcomes(passed=4)
+    assert "unused goldens: 1, deleted (cassettes/test_up/test_gone.chunks.jsonl)" in summary(result)
+    assert "orphan cassettes: 1, deleted (cassettes/test_up/test_gone.yaml)" in summary(result)
+    assert sorted(p.name for p in recorded.iterdir()) == sorted(
+        f"test_{n}{suffix}" for n in "abcd" for suffix in (".yaml", ".chunks.jsonl")
+    )
+
+
+def test_prune_unused_is_refused_in_ci(project: pytest.Pytester, recorded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    result = project.runpytest("--prune-unused")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--prune-unused is refused because CI is set*"])
 
 
 def test_a_skipped_test_leaves_no_orphan_and_a_partial_run_reports_none(project: pytest.Pytester, recorded: Path) -> None:
