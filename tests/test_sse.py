@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import re
 from itertools import pairwise
 from pathlib import Path
@@ -212,6 +214,23 @@ class TestFields:
         assert [(e.data, e.id) for e in events] == [("a", "1"), ("b", "1"), ("c", "2")]
         assert decoder.last_event_id == "2"
 
+    @pytest.mark.parametrize(
+        ("body", "expected"),
+        [
+            (b"data: a\n\ndata: b\nid: 3\n\n", [("a", None), ("b", "3")]),
+            (b"data: a\n\ndata: b\ndata: c\n\n", [("a", None), ("b\nc", None)]),
+            (b"data: a\n\n\ndata: b\n\n", [("a", None), ("b", None)]),
+            (b"data: a\n\n: note\n\ndata: b\n\n", [("a", None), ("b", None)]),
+            (b"data: a\n\ndata:b\n\n", [("a", None), ("b", None)]),
+        ],
+        ids=["id-line", "second-data-line", "extra-blank-line", "comment", "no-space"],
+    )
+    def test_one_line_blocks_mixed_with_other_shapes_in_one_fragment(
+        self, body: bytes, expected: list[tuple[str, str | None]]
+    ) -> None:
+        decoder = SSEDecoder()
+        assert [(e.data, e.id) for e in decoder.feed(body)] == expected
+
     def test_id_is_taken_at_dispatch_even_when_after_data(self) -> None:
         assert events_of(b"data: a\nid: 9\n\n") == [SSEEvent(data="a", id="9")]
 
@@ -370,12 +389,40 @@ class TestEventValue:
         assert not hasattr(event, "__dict__")
         assert (event.event, event.data, event.id, event.retry) == ("message", "x", None, None)
 
-    def test_decoded_events_equal_and_hash_like_constructed_ones(self) -> None:
-        decoded = events_of(b"data: x\n\n")[0]
-        built = SSEEvent(data="x")
+    @pytest.mark.parametrize(
+        "body",
+        [b"data: x\n\n", b"event: ping\ndata: x\n\n", b"id: 7\ndata: x\n\n", b"data: x"],
+        ids=["hot-path", "typed", "general", "flushed"],
+    )
+    def test_decoded_events_behave_like_constructed_ones(self, body: bytes) -> None:
+        decoded = events_of(body)[0]
+        built = SSEEvent(*decoded)
+        assert isinstance(decoded, SSEEvent)
         assert decoded == built
         assert hash(decoded) == hash(built)
-        assert type(decoded) is SSEEvent
+        assert repr(decoded) == repr(built)
+        assert repr(decoded).startswith("SSEEvent(event=")
+        assert decoded._asdict() == built._asdict()
+        assert decoded._replace(data="y") == built._replace(data="y")
+        assert not hasattr(decoded, "__dict__")
+        with pytest.raises(AttributeError):
+            decoded.data = "y"  # type: ignore[misc]
+        match decoded:
+            case SSEEvent(data=data):
+                assert data == "x"
+            case _:
+                pytest.fail("a decoded event must match the SSEEvent class pattern")
+
+    def test_decoded_events_pickle_and_copy_as_sse_events(self) -> None:
+        decoded = events_of(b"id: 7\ndata: x\n\n")[0]
+        for revived in (
+            pickle.loads(pickle.dumps(decoded)),
+            pickle.loads(pickle.dumps(decoded, protocol=0)),
+            copy.copy(decoded),
+            copy.deepcopy(decoded),
+        ):
+            assert type(revived) is SSEEvent
+            assert revived == SSEEvent(data="x", id="7")
 
 
 # --- property tests -------------------------------------------------------------
