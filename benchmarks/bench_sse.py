@@ -19,6 +19,12 @@ the finish chunk, the ``include_usage`` chunk and ``data: [DONE]``).
 
 Run ``python benchmarks/bench_sse.py [--quick]``; ``run()`` returns the rows for
 ``benchmarks/run.py``.
+
+``--stages`` prices the work any decoder of this body must do, one stage at a time
+and with no decoder state at all: cut the body into payloads, prove every block is
+one ``data:`` line, decode UTF-8, build ``SSEEvent`` values. The last stage is the
+floor for a decoder whose events carry ``str`` data; the table shows how far the
+``openai`` decoder's time divided by that floor is from the targets.
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from itertools import repeat
+from typing import Any
 
 FRAGMENT = 4096
 RUNS = 5
@@ -144,6 +152,41 @@ def count_split(frags: list[bytes]) -> int:
     return count + (1 if leftover.strip() else 0)
 
 
+def _stage(check: bool, decode: bool, build: bool) -> Callable[[list[bytes]], int]:
+    """The decoder's hot path cut down to its unavoidable steps (see ``--stages``)."""
+    from dsh_replay._sse import _DecodedEvent
+
+    message, nothing = repeat("message"), repeat(None)
+
+    def count(frags: list[bytes]) -> int:
+        leftover = b""
+        total = 0
+        for frag in frags:
+            data = leftover + frag
+            cut = data.rfind(b"\n\n")
+            leftover = data[cut + 2 :]
+            block = data[6:cut]
+            payloads = block.split(b"\n\ndata: ")
+            if check and len(block) - len(block.replace(b"\n", b"")) != 2 * len(payloads) - 2:
+                raise AssertionError("every block of the benchmark body is one data: line")
+            values: Iterable[Any] = payloads
+            if decode:
+                values = map(bytes.decode, values)
+            if build:
+                values = map(_DecodedEvent, zip(message, values, nothing, nothing, strict=False))
+            total += len(list(values))
+        return total + (1 if leftover.strip() else 0)
+
+    return count
+
+
+STAGES: dict[str, Callable[[list[bytes]], int]] = {
+    "cut into payloads": _stage(check=False, decode=False, build=False),
+    "+ one-line check": _stage(check=True, decode=False, build=False),
+    "+ UTF-8 decode": _stage(check=True, decode=True, build=False),
+    "+ SSEEvent (floor)": _stage(check=True, decode=True, build=True),
+}
+
 CONTENDERS: dict[str, Callable[[list[bytes]], int]] = {
     "dsh_replay SSEDecoder": count_ours,
     "httpx-sse": count_httpx_sse,
@@ -152,17 +195,19 @@ CONTENDERS: dict[str, Callable[[list[bytes]], int]] = {
 }
 
 
-def run(quick: bool = False) -> list[dict[str, object]]:
+def run(
+    quick: bool = False, contenders: dict[str, Callable[[list[bytes]], int]] = CONTENDERS
+) -> list[dict[str, object]]:
     """Time every contender; return one row per contender, ours first."""
     body = build_body(3_000_000 if quick else 30_000_000)
     frags = fragments(body)
-    counts = {name: fn(frags) for name, fn in CONTENDERS.items()}  # also warms up
+    counts = {name: fn(frags) for name, fn in contenders.items()}  # also warms up
     if len(set(counts.values())) != 1:
         raise AssertionError(f"contenders disagree on the event count: {counts}")
     events = counts["dsh_replay SSEDecoder"]
-    times: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+    times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(RUNS):
-        for name, fn in CONTENDERS.items():
+        for name, fn in contenders.items():
             start = time.perf_counter()
             fn(frags)
             times[name].append(time.perf_counter() - start)
@@ -203,5 +248,25 @@ def render(rows: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+def render_stages(rows: list[dict[str, object]]) -> str:
+    """Each row's time per event, and how many times faster than the openai decoder it is."""
+    openai = next(row for row in rows if row["name"] == "openai SSEDecoder")
+    lines = [
+        f"SSE hot path stage by stage: {rows[0]['events']:,} events, median of {RUNS}",
+        f"{'contender':<24}{'ns/event':>10}{'x openai':>10}",
+    ]
+    for row in rows:
+        nanoseconds = 1e9 / float(row["events_per_s"])
+        speedup = float(row["events_per_s"]) / float(openai["events_per_s"])
+        lines.append(f"{row['name']!s:<24}{nanoseconds:>10.0f}{speedup:>9.2f}x")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    print(render(run(quick="--quick" in sys.argv[1:])))
+    quick = "--quick" in sys.argv[1:]
+    if "--stages" in sys.argv[1:]:
+        ours = {"dsh_replay SSEDecoder": count_ours}
+        peers = {name: CONTENDERS[name] for name in ("openai SSEDecoder", "bytes.split (ceiling)")}
+        print(render_stages(run(quick, {**ours, **STAGES, **peers})))
+    else:
+        print(render(run(quick)))
