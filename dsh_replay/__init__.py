@@ -8,7 +8,7 @@ fragment. See README.md.
 from __future__ import annotations
 
 from ._adapter import LlmAdapter, LlmRegistry
-from ._cassette import RecordMode, Scrubber
+from ._cassette import RecordMode
 from ._chunks import (
     Block,
     BlockEnd,
@@ -55,6 +55,7 @@ from ._jsonl import (
 from ._ndjson import NDJSONDecoder
 from ._options import GenerateOptions, Message, MessageToolCall, ToolDefinition
 from ._plugins import PluginContext, load_plugins
+from ._secrets import Scrubber
 from ._sequencer import BlockSequencer
 from ._sse import SSEDecoder, SSEEvent
 from ._use_cassette import CassetteSession, use_cassette

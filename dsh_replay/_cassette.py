@@ -29,12 +29,11 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import yaml
 
@@ -53,12 +52,10 @@ __all__ = [
     "Interaction",
     "RecordMode",
     "RecordedError",
-    "Scrubber",
     "atomic_write",
 ]
 
 FORMAT_VERSION = 1
-REDACTED = "REDACTED"
 
 
 class RecordMode(str, Enum):
@@ -107,58 +104,6 @@ class Interaction:
         if not self.fragments:
             return [len(self.body)] if self.body else []
         return [size for _, size in self.fragments]
-
-
-# -- scrubbing -----------------------------------------------------------------
-
-DEFAULT_REQUEST_HEADERS = frozenset(
-    ("authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization", "cookie")
-)
-DEFAULT_RESPONSE_HEADERS = frozenset(("set-cookie",))
-DEFAULT_QUERY_PARAMETERS = frozenset(("key", "api_key"))
-
-BodyFilter = Callable[[str, bytes], bytes]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Scrubber:
-    """What is replaced by ``REDACTED`` before a cassette reaches disk.
-
-    ``body_filters`` are callables ``(part, body) -> body`` where ``part`` is
-    ``"request"`` or ``"response"``, for secrets only the user knows about.
-    """
-
-    request_headers: frozenset[str] = DEFAULT_REQUEST_HEADERS
-    response_headers: frozenset[str] = DEFAULT_RESPONSE_HEADERS
-    query_parameters: frozenset[str] = DEFAULT_QUERY_PARAMETERS
-    body_filters: tuple[BodyFilter, ...] = ()
-
-    def uri(self, uri: str) -> tuple[str, int]:
-        """The URI with secret query parameters replaced, and how many were."""
-        parts = urlsplit(uri)
-        if not parts.query:
-            return uri, 0
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        count = sum(1 for key, value in pairs if key.lower() in self.query_parameters and value != REDACTED)
-        if not count:
-            return uri, 0
-        scrubbed = [(k, REDACTED if k.lower() in self.query_parameters else v) for k, v in pairs]
-        return urlunsplit(parts._replace(query=urlencode(scrubbed))), count
-
-    def headers(self, headers: Iterable[tuple[str, str]], names: frozenset[str]) -> tuple[list[tuple[str, str]], int]:
-        out, count = [], 0
-        for name, value in headers:
-            if name.lower() in names and value != REDACTED:
-                out.append((name, REDACTED))
-                count += 1
-            else:
-                out.append((name, value))
-        return out, count
-
-    def body(self, part: str, body: bytes) -> bytes:
-        for body_filter in self.body_filters:
-            body = body_filter(part, body)
-        return body
 
 
 # -- YAML ----------------------------------------------------------------------

@@ -1,18 +1,88 @@
-"""Credential detection for cassettes (sans-I/O).
+"""Secrets never reach disk: what is scrubbed, and the scan for what slipped through (sans-I/O).
 
-The scan runs over every string of a cassette right before it is written, and
-over files on disk for ``dsh-replay scan``. A hit names the interaction and the
-field so the user can add a filter. Placeholders left by the scrubber
-(``REDACTED``) never match.
+:class:`Scrubber` replaces credentials in the places providers take them
+(headers, query parameters, and user filters over bodies) with ``REDACTED``
+before a cassette is written. The scan then runs over every string of the
+cassette right before it is written, and over files on disk for
+``dsh-replay scan``. A hit names the interaction and the field so the user can
+add a filter. Placeholders left by the scrubber never match.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["SecretHit", "find_secrets", "mask"]
+__all__ = [
+    "DEFAULT_QUERY_PARAMETERS",
+    "DEFAULT_REQUEST_HEADERS",
+    "DEFAULT_RESPONSE_HEADERS",
+    "REDACTED",
+    "BodyFilter",
+    "Scrubber",
+    "SecretHit",
+    "find_secrets",
+    "mask",
+]
+
+REDACTED = "REDACTED"
+
+# -- scrubbing -----------------------------------------------------------------
+
+DEFAULT_REQUEST_HEADERS = frozenset(
+    ("authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization", "cookie")
+)
+DEFAULT_RESPONSE_HEADERS = frozenset(("set-cookie",))
+DEFAULT_QUERY_PARAMETERS = frozenset(("key", "api_key"))
+
+BodyFilter = Callable[[str, bytes], bytes]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scrubber:
+    """What is replaced by ``REDACTED`` before a cassette reaches disk.
+
+    ``body_filters`` are callables ``(part, body) -> body`` where ``part`` is
+    ``"request"`` or ``"response"``, for secrets only the user knows about.
+    """
+
+    request_headers: frozenset[str] = DEFAULT_REQUEST_HEADERS
+    response_headers: frozenset[str] = DEFAULT_RESPONSE_HEADERS
+    query_parameters: frozenset[str] = DEFAULT_QUERY_PARAMETERS
+    body_filters: tuple[BodyFilter, ...] = ()
+
+    def uri(self, uri: str) -> tuple[str, int]:
+        """The URI with secret query parameters replaced, and how many were."""
+        parts = urlsplit(uri)
+        if not parts.query:
+            return uri, 0
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        count = sum(1 for key, value in pairs if key.lower() in self.query_parameters and value != REDACTED)
+        if not count:
+            return uri, 0
+        scrubbed = [(k, REDACTED if k.lower() in self.query_parameters else v) for k, v in pairs]
+        return urlunsplit(parts._replace(query=urlencode(scrubbed))), count
+
+    def headers(self, headers: Iterable[tuple[str, str]], names: frozenset[str]) -> tuple[list[tuple[str, str]], int]:
+        out, count = [], 0
+        for name, value in headers:
+            if name.lower() in names and value != REDACTED:
+                out.append((name, REDACTED))
+                count += 1
+            else:
+                out.append((name, value))
+        return out, count
+
+    def body(self, part: str, body: bytes) -> bytes:
+        for body_filter in self.body_filters:
+            body = body_filter(part, body)
+        return body
+
+
+# -- scanning ------------------------------------------------------------------
+
 
 # Shapes of real credentials, not exact formats: a scan that misses a key is
 # worse than one that asks the user to look at a test key that looks real.

@@ -32,7 +32,6 @@ from ._cassette import (
     Cassette,
     Interaction,
     RecordMode,
-    Scrubber,
 )
 from ._exceptions import CassetteError
 from ._intercept import (
@@ -46,6 +45,7 @@ from ._intercept import (
 )
 from ._matching import Matcher, default_matchers, describe_mismatch
 from ._options import GenerateOptions
+from ._secrets import Scrubber
 from ._version import __version__
 
 __all__ = ["CassetteSession", "use_cassette"]

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from dsh_replay import CassetteError, Scrubber, use_cassette
-from dsh_replay._cassette import DEFAULT_REQUEST_HEADERS, Cassette
-from dsh_replay._secrets import find_secrets, mask
+from dsh_replay._cassette import Cassette
+from dsh_replay._secrets import DEFAULT_REQUEST_HEADERS, find_secrets, mask
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
 KEY = "sk-test-" + "Vb7Qx2Lm9Rt4Kp8Zs3Wd6Hj1"
