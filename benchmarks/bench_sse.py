@@ -173,7 +173,7 @@ def _stage(check: bool, decode: bool, build: bool) -> Callable[[list[bytes]], in
             if decode:
                 values = map(bytes.decode, values)
             if build:
-                values = map(_DecodedEvent, zip(message, values, nothing, nothing, strict=False))
+                values = map(_DecodedEvent, zip(message, values, nothing, nothing))  # noqa: B905
             total += len(list(values))
         return total + (1 if leftover.strip() else 0)
 

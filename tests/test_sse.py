@@ -231,6 +231,20 @@ class TestFields:
         decoder = SSEDecoder()
         assert [(e.data, e.id) for e in decoder.feed(body)] == expected
 
+    @pytest.mark.parametrize("count", [1, 5, 6, 40])
+    def test_one_line_events_in_one_fragment_carry_the_last_id(self, count: int) -> None:
+        decoder = SSEDecoder()
+        assert decoder.feed(b"id: 5\n\n") == []
+        body = b"".join(b"data: caf\xc3\xa9 %d\n\n" % i for i in range(count))
+        assert decoder.feed(body) == [SSEEvent(data=f"caf\u00e9 {i}", id="5") for i in range(count)]
+
+    @pytest.mark.parametrize("count", [1, 5, 6, 40])
+    def test_invalid_utf8_among_one_line_events_names_its_line(self, count: int) -> None:
+        body = b"".join(b"data: %d\n\n" % i for i in range(count - 1)) + b"data: bad \xff\n\n"
+        with pytest.raises(MalformedStreamError) as caught:
+            SSEDecoder().feed(body)
+        assert caught.value.raw == b"data: bad \xff"
+
     def test_id_is_taken_at_dispatch_even_when_after_data(self) -> None:
         assert events_of(b"data: a\nid: 9\n\n") == [SSEEvent(data="a", id="9")]
 
