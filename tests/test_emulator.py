@@ -75,6 +75,8 @@ async def test_first_fragment_arrives_before_the_server_sends_the_last(
                 assert exchange.fragments_sent <= 1
             received.append(piece)
     assert received == fragments
+    # The client can read the last chunk before the server thread records it sent.
+    assert await asyncio.to_thread(emu.exchanges[0].wait_done, 5.0)
     assert emu.exchanges[0].all_sent.is_set()
 
 
