@@ -143,7 +143,9 @@ class SSEDecoder:
 
     def feed(self, data: bytes) -> list[SSEEvent]:
         """Decode one fragment of the body; return the events it completes."""
-        if self._head is not None or self._after_cr or b"\r" in data:
+        # 0x0D, not b"\r": an int needle is a bare memchr, a bytes one first
+        # takes a buffer of it, which costs as much as the search.
+        if self._head is not None or self._after_cr or 0x0D in data:
             data = self._normalise(data)
         if not data:
             return []
@@ -174,7 +176,7 @@ class SSEDecoder:
             self._after_cr = False
             if data[0] == 0x0A:
                 data = data[1:]
-        if b"\r" in data:
+        if 0x0D in data:
             self._after_cr = data[-1] == 0x0D
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         return data
