@@ -29,11 +29,12 @@ finding the blank lines, and everything else still follows the standard exactly:
    the stream cannot be trusted after that.
 4. **Common shapes take short paths.** When every block before the last boundary
    is one ``data: `` line (OpenAI chat and the APIs copying it), a single split on
-   ``\\n\\ndata: `` yields every payload, and counting LFs (by deleting them, which
-   CPython does with ``memchr``; ``bytes.count`` looks at one byte at a time)
-   proves that nothing else was there. Each payload is decoded on its own, so
-   ASCII ones stay compact strings, and the events are built by ``map``, with no
-   Python code running per event. ``data:`` and ``event: X\\ndata: Y`` blocks
+   ``\\n\\ndata: `` yields every payload, and one ``memchr`` for an LF over the
+   payloads joined proves that nothing else was there. Each payload is decoded
+   on its own, so ASCII ones stay compact strings, and the events are built by
+   ``map``, with no Python code running per event. (Single bytes are looked for
+   as ints, ``0x0A in data``: a ``bytes`` needle first takes a buffer of itself,
+   which costs as much as the search.) ``data:`` and ``event: X\\ndata: Y`` blocks
    (Anthropic, OpenAI Responses) are built inline in :meth:`SSEDecoder._blocks`.
    Any other block (several data lines, ``id:``/``retry:``, comments, unknown
    fields) runs the field-by-field rules of the standard in :meth:`SSEDecoder._block`.
@@ -128,14 +129,18 @@ class SSEDecoder:
     client to keep (for a reconnection); ``truncated`` is set by :meth:`flush`.
     """
 
-    __slots__ = ("_after_cr", "_head", "_tail", "last_event_id", "retry", "truncated")
+    __slots__ = ("_after_cr", "_head", "_pieces", "_tail", "last_event_id", "retry", "truncated")
 
     def __init__(self) -> None:
         self.last_event_id: str | None = None
         self.retry: int | None = None
         self.truncated = False
         # LF-normalised bytes after the last event boundary, not yet decoded.
-        self._tail: list[bytes] = []
+        self._tail = b""
+        # Fragments that completed nothing, after ``_tail``: joined once, when a
+        # boundary arrives, so an event in many small pieces is not copied again
+        # with every piece.
+        self._pieces: list[bytes] = []
         # The first bytes of the body while we cannot yet tell whether they are a
         # BOM (fewer than three seen); None once that is settled.
         self._head: bytes | None = b""
@@ -143,29 +148,29 @@ class SSEDecoder:
 
     def feed(self, data: bytes) -> list[SSEEvent]:
         """Decode one fragment of the body; return the events it completes."""
-        # 0x0D, not b"\r": an int needle is a bare memchr, a bytes one first
-        # takes a buffer of it, which costs as much as the search.
         if self._head is not None or self._after_cr or 0x0D in data:
             data = self._normalise(data)
         if not data:
             return []
         cut = data.rfind(b"\n\n")
-        tail = self._tail
-        if tail:
+        tail, pieces = self._tail, self._pieces
+        if cut < 0:
             # A boundary may straddle the fragments: "...\n" then "\n...".
-            if cut < 0 and not (data[0] == 0x0A and tail[-1][-1] == 0x0A):
-                tail.append(data)
+            before = pieces[-1] if pieces else tail
+            if not (data[0] == 0x0A and before[-1:] == b"\n"):
+                pieces.append(data)
                 return []
+        # The last boundary moves by the length of what goes before ``data`` (a
+        # straddling one, cut == -1, ends up at the last byte of that).
+        if pieces:
             size = len(data)
-            tail.append(data)
-            data = b"".join(tail)
-            tail.clear()
-            cut = data.rfind(b"\n\n") if cut < 0 else cut + len(data) - size
-        elif cut < 0:
-            tail.append(data)
-            return []
-        if cut + 2 < len(data):
-            tail.append(data[cut + 2 :])
+            data = b"".join((tail, *pieces, data))
+            pieces.clear()
+            cut += len(data) - size
+        elif tail:
+            data = tail + data
+            cut += len(tail)
+        self._tail = data[cut + 2 :]
         return self._events(data, cut)
 
     def _normalise(self, data: bytes) -> bytes:
@@ -194,8 +199,9 @@ class SSEDecoder:
             # Fewer than three bytes, all a prefix of the BOM: they are content.
             pending, self._head = self._head, None
             events = self.feed(pending)
-        raw = b"".join(self._tail)
-        self._tail.clear()
+        raw = b"".join((self._tail, *self._pieces))
+        self._tail = b""
+        self._pieces.clear()
         self._head = b""
         self._after_cr = False
         text = self._decode(raw)
@@ -218,9 +224,9 @@ class SSEDecoder:
         if data[:6] == b"data: ":
             block = data[6:end]
             values = block.split(b"\n\ndata: ")
-            # Each separator holds two LFs. If they are all the LFs there are,
-            # every block is one "data: " line and ``values`` are the payloads.
-            if len(block) - len(block.replace(b"\n", b"")) == 2 * len(values) - 2:
+            # With no LF left between the separators, every block is one
+            # "data: " line and ``values`` are the payloads.
+            if 0x0A not in b"".join(values):
                 last_id = self.last_event_id
                 try:
                     if len(values) < _FEW:
