@@ -150,28 +150,36 @@ class SSEDecoder:
         """Decode one fragment of the body; return the events it completes."""
         if self._head is not None or self._after_cr or 0x0D in data:
             data = self._normalise(data)
-        if not data:
-            return []
         cut = data.rfind(b"\n\n")
-        tail, pieces = self._tail, self._pieces
+        tail = self._tail
         if cut < 0:
-            # A boundary may straddle the fragments: "...\n" then "\n...".
-            before = pieces[-1] if pieces else tail
-            if not (data[0] == 0x0A and before[-1:] == b"\n"):
-                pieces.append(data)
+            # Nothing ends here unless a boundary straddles the edge: "...\n" + "\n...".
+            before = self._pieces[-1] if self._pieces else tail
+            if not (data[:1] == b"\n" and before[-1:] == b"\n"):
+                if data:
+                    self._pieces.append(data)
                 return []
         # The last boundary moves by the length of what goes before ``data`` (a
         # straddling one, cut == -1, ends up at the last byte of that).
-        if pieces:
+        if self._pieces:
             size = len(data)
-            data = b"".join((tail, *pieces, data))
-            pieces.clear()
+            data = b"".join((tail, *self._pieces, data))
+            self._pieces.clear()
             cut += len(data) - size
         elif tail:
             data = tail + data
             cut += len(tail)
         self._tail = data[cut + 2 :]
-        return self._events(data, cut)
+        if data[:6] == b"data: ":
+            values = data[6:cut].split(b"\n\ndata: ")
+            # With no LF left between the separators, every block is one
+            # "data: " line and ``values`` are the payloads.
+            if 0x0A not in b"".join(values):
+                try:
+                    return self._messages(values)
+                except UnicodeDecodeError:
+                    pass  # The general path finds the bad line for the error.
+        return self._blocks(self._decode(data[:cut]))
 
     def _normalise(self, data: bytes) -> bytes:
         """Drop a leading BOM and rewrite CRLF and CR line ends to LF."""
@@ -219,29 +227,16 @@ class SSEDecoder:
         self._head = None
         return head[len(_BOM) :] if head.startswith(_BOM) else head
 
-    def _events(self, data: bytes, end: int) -> list[SSEEvent]:
-        """Decode ``data[:end]``: whole event blocks joined by ``\\n\\n``."""
-        if data[:6] == b"data: ":
-            block = data[6:end]
-            values = block.split(b"\n\ndata: ")
-            # With no LF left between the separators, every block is one
-            # "data: " line and ``values`` are the payloads.
-            if 0x0A not in b"".join(values):
-                last_id = self.last_event_id
-                try:
-                    if len(values) < _FEW:
-                        return [
-                            _DecodedEvent(("message", v.decode(), last_id, None)) for v in values
-                        ]
-                    ids = _NONE if last_id is None else repeat(last_id)
-                    # zip with a keyword argument (strict=) takes a slow path that
-                    # costs as much as building ten events; the other three
-                    # iterators never end.
-                    rows = zip(_MESSAGE, map(bytes.decode, values), ids, _NONE)  # noqa: B905
-                    return list(map(_DecodedEvent, rows))
-                except UnicodeDecodeError:
-                    pass  # The general path finds the bad line for the error.
-        return self._blocks(self._decode(data[:end]))
+    def _messages(self, payloads: list[bytes]) -> list[SSEEvent]:
+        """One default-type event per payload: the hot path of the decoder."""
+        last_id = self.last_event_id
+        if len(payloads) < _FEW:
+            return [_DecodedEvent(("message", p.decode(), last_id, None)) for p in payloads]
+        ids = _NONE if last_id is None else repeat(last_id)
+        # zip with a keyword argument (strict=) takes a slow path that costs as
+        # much as building ten events; the other three iterators never end.
+        rows = zip(_MESSAGE, map(bytes.decode, payloads), ids, _NONE)  # noqa: B905
+        return list(map(_DecodedEvent, rows))
 
     def _blocks(self, text: str) -> list[SSEEvent]:
         """Decode event blocks of any shape.
