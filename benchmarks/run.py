@@ -23,7 +23,9 @@ the machine and every raw sample.
 Usage: ``python benchmarks/run.py [--quick] [--only sse,e2e,...]``. The full
 run takes about three minutes on two idle cores; ``--quick`` (smaller inputs,
 fewer tests, three runs) about thirty seconds. Absolute figures move with the
-machine and its load (printed in the header); the ratios much less.
+machine and its load (printed in the header); the ratios much less, though on a
+shared machine one run's ratio can still move by 10% and more
+(``python benchmarks/bench_sse.py --processes 10`` shows the spread).
 """
 
 from __future__ import annotations
