@@ -382,6 +382,44 @@ def _stop_error(lib: types.ModuleType, stop: _Stop, request: Any, path: str) -> 
     return exc_type(stop.message or stop.error, request=request)  # type: ignore[no-any-return]
 
 
+@dataclass(frozen=True, slots=True)
+class _Pacing:
+    """When each piece of a replayed body is due, and how the body ends (sans-I/O)."""
+
+    body: bytes
+    plan: list[tuple[int, float]]
+    speed: float
+    stop: _Stop | None
+    read_timeout: float | None
+    injected: bool
+
+    def steps(self) -> Iterator[tuple[float, bytes | None]]:
+        """``(seconds to wait, piece)`` pairs; a ``None`` piece means: now fail as ``stop`` says.
+
+        The clock is read when the next step is asked for, so time the consumer
+        spends between pieces counts against the recorded gaps.
+        """
+        started, start = time.perf_counter(), 0
+        for end, ms in self.plan:
+            delay = ms * self.speed / 1000.0 - (time.perf_counter() - started) if self.speed > 0 else 0.0
+            yield max(delay, 0.0), self.body[start:end]
+            start = end
+        if self.stop is not None and self.stop.kind != "truncate":
+            yield self._final_wait(self.stop, time.perf_counter() - started), None
+
+    def _final_wait(self, stop: _Stop, elapsed: float) -> float:
+        """Seconds to wait after the last piece before the stream fails."""
+        if stop.kind == "stall":
+            # a stalled stream ends the way the client's read timeout would end it
+            if self.read_timeout is not None and (self.injected or self.speed > 0):
+                return self.read_timeout
+            return 0.0
+        if not self.injected and self.speed > 0:
+            # a recorded failure strikes when it struck, at the replay's pace
+            return max(0.0, stop.at_ms * self.speed / 1000.0 - elapsed)
+        return 0.0
+
+
 def replay_response(
     lib: types.ModuleType,
     request: Any,
@@ -395,63 +433,33 @@ def replay_response(
 ) -> Any:
     """A response that serves the recorded body as the options ask."""
     sync_stream, async_stream = _transport_classes(lib)[2:]
-    body = interaction.body
     plan = piece_plan(interaction, fragmentation)
     stop = _stop_for(interaction, fault)
     if stop is not None:
         plan = _clip(plan, stop.at)
-    read_timeout = _read_timeout(request)
+    pacing = _Pacing(interaction.body, plan, speed, stop, _read_timeout(request), fault is not None)
 
-    def final_wait(elapsed: float) -> float:
-        """Seconds to wait after the last piece before the stream fails."""
-        if stop is None:
-            return 0.0
-        if stop.kind == "stall":
-            # a stalled stream ends the way the client's read timeout would end it
-            if read_timeout is not None and (fault is not None or speed > 0):
-                return read_timeout
-            return 0.0
-        if fault is None and speed > 0:
-            # a recorded failure strikes when it struck, at the replay's pace
-            return max(0.0, stop.at_ms * speed / 1000.0 - elapsed)
-        return 0.0
+    def failure() -> BaseException:
+        assert stop is not None
+        return _stop_error(lib, stop, request, path)
 
-    if is_async:
+    async def agen() -> AsyncIterator[bytes]:
+        for delay, piece in pacing.steps():
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if piece is None:
+                raise failure()
+            yield piece
 
-        async def agen() -> AsyncIterator[bytes]:
-            started, start = time.perf_counter(), 0
-            for end, ms in plan:
-                if speed > 0:
-                    delay = ms * speed / 1000.0 - (time.perf_counter() - started)
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                yield body[start:end]
-                start = end
-            if stop is not None and stop.kind != "truncate":
-                wait = final_wait(time.perf_counter() - started)
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                raise _stop_error(lib, stop, request, path)
+    def gen() -> Iterator[bytes]:
+        for delay, piece in pacing.steps():
+            if delay > 0:
+                time.sleep(delay)
+            if piece is None:
+                raise failure()
+            yield piece
 
-        stream: Any = async_stream(agen(), lambda: None)
-    else:
-
-        def gen() -> Iterator[bytes]:
-            started, start = time.perf_counter(), 0
-            for end, ms in plan:
-                if speed > 0:
-                    delay = ms * speed / 1000.0 - (time.perf_counter() - started)
-                    if delay > 0:
-                        time.sleep(delay)
-                yield body[start:end]
-                start = end
-            if stop is not None and stop.kind != "truncate":
-                wait = final_wait(time.perf_counter() - started)
-                if wait > 0:
-                    time.sleep(wait)
-                raise _stop_error(lib, stop, request, path)
-
-        stream = sync_stream(gen(), lambda: None)
+    stream = async_stream(agen(), lambda: None) if is_async else sync_stream(gen(), lambda: None)
     extensions = {"http_version": b"HTTP/1.1"}
     if interaction.reason:
         extensions["reason_phrase"] = interaction.reason.encode("ascii", "replace")
