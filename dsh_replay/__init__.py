@@ -42,7 +42,6 @@ from ._exceptions import (
     StreamInterruptedError,
     StreamTimeoutError,
 )
-from ._intercept import Fault, Fragmentation
 from ._jsonl import (
     Golden,
     Raised,
@@ -54,6 +53,7 @@ from ._jsonl import (
 )
 from ._ndjson import NDJSONDecoder
 from ._options import GenerateOptions, Message, MessageToolCall, ToolDefinition
+from ._pacing import Fault, Fragmentation
 from ._plugins import PluginContext, load_plugins
 from ._secrets import Scrubber
 from ._sequencer import BlockSequencer

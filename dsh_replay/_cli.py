@@ -17,7 +17,7 @@ from typing import TextIO
 from ._cli_check import run_check, run_validate
 from ._cli_tools import run_diff, run_record, run_routes, run_scan, run_show, run_trace
 from ._exceptions import DshReplayError
-from ._intercept import Fragmentation
+from ._pacing import Fragmentation
 from ._routes import RouteTable
 from ._version import __version__
 

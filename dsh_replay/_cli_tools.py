@@ -20,9 +20,10 @@ from ._chunks import Finish, FinishReason, Usage, UsageChunk
 from ._collect import collect
 from ._exceptions import CassetteError, ConfigError, DshReplayError
 from ._golden import golden_path_for
-from ._intercept import Fragmentation, install, replay_response, uninstall
+from ._intercept import install, replay_response, uninstall
 from ._jsonl import block_to_json, chunk_to_json, dump_jsonl, load_golden
 from ._options import GenerateOptions
+from ._pacing import Fragmentation
 from ._replay import Outcome, case_options, judge_golden, run_adapter, trace_body
 from ._routes import RouteTable
 from ._secrets import find_secrets

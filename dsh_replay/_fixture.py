@@ -24,8 +24,8 @@ from ._chunks import StreamChunk
 from ._collect import Turn, collect
 from ._exceptions import CassetteError
 from ._golden import golden_path_for
-from ._intercept import Fragmentation
 from ._options import GenerateOptions
+from ._pacing import Fragmentation
 from ._replay import judge_golden, run_adapter
 from ._report import Tally
 from ._settings import Settings

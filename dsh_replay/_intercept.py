@@ -23,96 +23,16 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import random
 import time
 import types
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from ._cassette import Interaction, RecordedError
 from ._exceptions import CassetteError
+from ._pacing import Fault, Fragmentation, Pacing, Stop, clip, piece_plan, stop_for
 
-__all__ = ["Fault", "Fragmentation", "Handler", "install", "piece_plan", "uninstall"]
-
-
-# -- fragmentation ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Fragmentation:
-    """How a replayed body is cut: ``recorded``, ``single``, ``bytes`` or ``random[:SEED]``."""
-
-    kind: Literal["recorded", "single", "bytes", "random"] = "recorded"
-    seed: int = 0
-
-    @classmethod
-    def parse(cls, value: str | Fragmentation) -> Fragmentation:
-        if isinstance(value, Fragmentation):
-            return value
-        name, _, seed = str(value).partition(":")
-        if name in ("recorded", "single", "bytes") and not seed:
-            return cls(name)  # type: ignore[arg-type]
-        if name == "random":
-            try:
-                return cls("random", int(seed) if seed else 0)
-            except ValueError:
-                pass
-        raise CassetteError(
-            f"unknown fragmentation {value!r}; valid: recorded, single, bytes, random, random:SEED (an integer)"
-        )
-
-    def __str__(self) -> str:
-        return f"random:{self.seed}" if self.kind == "random" else self.kind
-
-
-@dataclass(frozen=True, slots=True)
-class Fault:
-    """A failure injected into replayed responses after ``at`` bytes of the body.
-
-    ``truncate`` ends the body cleanly, ``reset`` raises the library's
-    ``ReadError``, ``stall`` waits for the client's read timeout and raises
-    ``ReadTimeout``. ``interaction`` limits it to one interaction (0-based).
-    """
-
-    kind: Literal["truncate", "reset", "stall"]
-    at: int
-    interaction: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("truncate", "reset", "stall"):
-            raise CassetteError(f"unknown fault {self.kind!r}; valid: truncate, reset, stall")
-        if self.at < 0:
-            raise CassetteError(f"a fault's byte offset must be >= 0, got {self.at}")
-
-
-def piece_plan(interaction: Interaction, fragmentation: Fragmentation) -> list[tuple[int, float]]:
-    """(end offset, recorded arrival ms) of each piece to serve, for the whole body."""
-    size = len(interaction.body)
-    recorded = interaction.fragments or ([(0.0, size)] if size else [])
-    # arrival time of each recorded fragment's last byte, to time re-cut pieces
-    ends, at = [], 0
-    for ms, length in recorded:
-        at += length
-        ends.append((at, ms))
-    if fragmentation.kind == "recorded":
-        return ends
-    if fragmentation.kind == "single":
-        cuts = [size] if size else []
-    elif fragmentation.kind == "bytes":
-        cuts = list(range(1, size + 1))
-    else:
-        rng = random.Random(fragmentation.seed)
-        cuts, at = [], 0
-        while at < size:
-            at = min(size, at + rng.choice((1, 1, 2, 3, 5, 8, 13, 64, 500)))
-            cuts.append(at)
-    plan, cursor = [], 0
-    for cut in cuts:
-        while cursor < len(ends) - 1 and ends[cursor][0] < cut:
-            cursor += 1
-        plan.append((cut, ends[cursor][1] if ends else 0.0))
-    return plan
+__all__ = ["Handler", "Recorder", "install", "recording_response", "replay_response", "uninstall"]
 
 
 # -- the handler protocol ------------------------------------------------------------
@@ -321,53 +241,13 @@ def recording_response(lib: types.ModuleType, response: Any, recorder: Recorder,
 # -- replay ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Stop:
-    """Where a replayed body stops early, and how."""
-
-    at: int
-    kind: str  # "truncate" | "raise" | "stall" | "abandoned"
-    error: str = ""
-    message: str = ""
-    at_ms: float = 0.0
-
-
-def _stop_for(interaction: Interaction, fault: Fault | None) -> _Stop | None:
-    if fault is not None:
-        at = min(fault.at, len(interaction.body))
-        if fault.kind == "reset":
-            return _Stop(at, "raise", "ReadError", f"connection reset by peer after {at} bytes (injected fault)")
-        if fault.kind == "stall":
-            return _Stop(at, "stall", "ReadTimeout", f"no bytes after {at} bytes: read timed out (injected fault)")
-        return _Stop(at, "truncate")
-    if interaction.error is not None:
-        e = interaction.error
-        kind = "stall" if e.kind in ("ReadTimeout", "TimeoutException") else "raise"
-        return _Stop(e.offset, kind, e.kind, e.message, e.at_ms)
-    if not interaction.complete:
-        return _Stop(len(interaction.body), "abandoned")
-    return None
-
-
-def _clip(plan: list[tuple[int, float]], at: int) -> list[tuple[int, float]]:
-    """The pieces of ``plan`` up to byte ``at``, the last one cut short."""
-    out: list[tuple[int, float]] = []
-    for end, ms in plan:
-        if end >= at:
-            if at > (out[-1][0] if out else 0):
-                out.append((at, ms))
-            return out
-        out.append((end, ms))
-    return out
-
-
 def _read_timeout(request: Any) -> float | None:
     timeout = request.extensions.get("timeout") or {}
     value = timeout.get("read")
     return float(value) if value is not None else None
 
 
-def _stop_error(lib: types.ModuleType, stop: _Stop, request: Any, path: str) -> BaseException:
+def _stop_error(lib: types.ModuleType, stop: Stop, request: Any, path: str) -> BaseException:
     if stop.kind == "abandoned":
         return CassetteError(
             f"cassette {path}: the recorded response was abandoned by the caller after {stop.at} bytes; "
@@ -380,44 +260,6 @@ def _stop_error(lib: types.ModuleType, stop: _Stop, request: Any, path: str) -> 
     if not (isinstance(exc_type, type) and issubclass(exc_type, lib.TransportError)):
         exc_type = lib.ReadError
     return exc_type(stop.message or stop.error, request=request)  # type: ignore[no-any-return]
-
-
-@dataclass(frozen=True, slots=True)
-class _Pacing:
-    """When each piece of a replayed body is due, and how the body ends (sans-I/O)."""
-
-    body: bytes
-    plan: list[tuple[int, float]]
-    speed: float
-    stop: _Stop | None
-    read_timeout: float | None
-    injected: bool
-
-    def steps(self) -> Iterator[tuple[float, bytes | None]]:
-        """``(seconds to wait, piece)`` pairs; a ``None`` piece means: now fail as ``stop`` says.
-
-        The clock is read when the next step is asked for, so time the consumer
-        spends between pieces counts against the recorded gaps.
-        """
-        started, start = time.perf_counter(), 0
-        for end, ms in self.plan:
-            delay = ms * self.speed / 1000.0 - (time.perf_counter() - started) if self.speed > 0 else 0.0
-            yield max(delay, 0.0), self.body[start:end]
-            start = end
-        if self.stop is not None and self.stop.kind != "truncate":
-            yield self._final_wait(self.stop, time.perf_counter() - started), None
-
-    def _final_wait(self, stop: _Stop, elapsed: float) -> float:
-        """Seconds to wait after the last piece before the stream fails."""
-        if stop.kind == "stall":
-            # a stalled stream ends the way the client's read timeout would end it
-            if self.read_timeout is not None and (self.injected or self.speed > 0):
-                return self.read_timeout
-            return 0.0
-        if not self.injected and self.speed > 0:
-            # a recorded failure strikes when it struck, at the replay's pace
-            return max(0.0, stop.at_ms * self.speed / 1000.0 - elapsed)
-        return 0.0
 
 
 def replay_response(
@@ -434,10 +276,10 @@ def replay_response(
     """A response that serves the recorded body as the options ask."""
     sync_stream, async_stream = _transport_classes(lib)[2:]
     plan = piece_plan(interaction, fragmentation)
-    stop = _stop_for(interaction, fault)
+    stop = stop_for(interaction, fault)
     if stop is not None:
-        plan = _clip(plan, stop.at)
-    pacing = _Pacing(interaction.body, plan, speed, stop, _read_timeout(request), fault is not None)
+        plan = clip(plan, stop.at)
+    pacing = Pacing(interaction.body, plan, speed, stop, _read_timeout(request), fault is not None)
 
     def failure() -> BaseException:
         assert stop is not None

@@ -15,9 +15,10 @@ from ._cassette import Cassette, Interaction, atomic_write
 from ._chunks import BlockStart, StreamChunk
 from ._exceptions import CassetteError, ConfigError, DshReplayError
 from ._golden import golden_diff, golden_path_for
-from ._intercept import Fragmentation, install, replay_response, uninstall
+from ._intercept import install, replay_response, uninstall
 from ._jsonl import dump_jsonl
 from ._options import GenerateOptions, Message
+from ._pacing import Fragmentation
 from ._routes import RouteTable
 from ._use_cassette import use_cassette
 from ._validator import SequenceValidator, Violation

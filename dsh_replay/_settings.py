@@ -17,7 +17,7 @@ import pytest
 
 from ._cassette import RecordMode
 from ._exceptions import CassetteError
-from ._intercept import Fragmentation
+from ._pacing import Fragmentation
 
 __all__ = ["Settings", "add_options"]
 

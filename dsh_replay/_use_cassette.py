@@ -35,8 +35,6 @@ from ._cassette import (
 )
 from ._exceptions import CassetteError
 from ._intercept import (
-    Fault,
-    Fragmentation,
     Recorder,
     install,
     recording_response,
@@ -45,6 +43,7 @@ from ._intercept import (
 )
 from ._matching import Matcher, default_matchers, describe_mismatch
 from ._options import GenerateOptions
+from ._pacing import Fault, Fragmentation
 from ._secrets import Scrubber
 from ._version import __version__
 
