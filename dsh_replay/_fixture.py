@@ -25,7 +25,7 @@ from ._collect import Turn, collect
 from ._exceptions import CassetteError
 from ._golden import golden_path_for
 from ._options import GenerateOptions
-from ._pacing import Fragmentation
+from ._pacing import Fragmentation, parse_speed
 from ._replay import judge_golden, run_adapter
 from ._report import Tally
 from ._settings import Settings
@@ -88,10 +88,13 @@ class MarkerOptions:
                 Fragmentation.parse(self.fragmentation)
             except CassetteError as exc:
                 raise pytest.UsageError(f"{where}: dsh_replay marker: {exc}") from None
-        if self.speed is not None and (
-            isinstance(self.speed, bool) or not isinstance(self.speed, (int, float)) or self.speed < 0
-        ):
-            raise pytest.UsageError(f"{where}: dsh_replay marker argument speed must be a number >= 0")
+        if self.speed is not None:
+            if isinstance(self.speed, str):  # parse_speed takes text too; the marker wants a number
+                raise pytest.UsageError(f"{where}: dsh_replay marker argument speed must be a number, got {self.speed!r}")
+            try:
+                parse_speed(self.speed)
+            except CassetteError as exc:
+                raise pytest.UsageError(f"{where}: dsh_replay marker argument {exc}") from None
 
 
 def cassette_name(node: pytest.Item) -> str:

@@ -14,6 +14,7 @@ interception layer (``_intercept``) turns these plans into httpx responses:
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from typing import Literal
 from ._cassette import Interaction
 from ._exceptions import CassetteError
 
-__all__ = ["Fault", "Fragmentation", "Pacing", "Stop", "clip", "piece_plan", "stop_for"]
+__all__ = ["MAX_SPEED", "Fault", "Fragmentation", "Pacing", "Stop", "clip", "parse_speed", "piece_plan", "stop_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,28 @@ class Fragmentation:
 
     def __str__(self) -> str:
         return f"random:{self.seed}" if self.kind == "random" else self.kind
+
+
+# Replay speed multiplies recorded gaps: 1 is the recorded pace, 0.5 twice as
+# fast, 0 no waiting at all. Beyond a hundredfold slow motion a typo is likelier
+# than a wish, and a factor like 1e308 would sleep for ever.
+MAX_SPEED = 100.0
+
+
+def parse_speed(value: object) -> float:
+    """``value`` (a number, or its text) as a replay speed factor; :class:`CassetteError` if it is none."""
+    speed = value
+    if isinstance(value, str):
+        try:
+            speed = float(value)
+        except ValueError:
+            speed = math.nan
+    if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0 <= speed <= MAX_SPEED:
+        raise CassetteError(
+            f"replay speed must be a number from 0 to {MAX_SPEED:g} (0 replays instantly, 1 at the recorded "
+            f"pace, 0.5 twice as fast); got {value!r}"
+        )
+    return float(speed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,25 +120,43 @@ def mask(secret: str) -> str:
 
 
 def find_secrets(value: object, field: str = "") -> Iterator[SecretHit]:
-    """Walk nested dicts/lists/strings/bytes and yield every credential-shaped string."""
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        # One hit per secret: the patterns run most specific first, and a match
-        # overlapping one already reported (sk-ant-… is also sk-…, "Bearer sk-…"
-        # is also a bearer token) is the same secret.
-        taken: list[tuple[int, int]] = []
-        for kind, pattern in _PATTERNS:
-            for match in pattern.finditer(value):
-                start, end = match.span()
-                if not _starts_word(value, start) or any(start < t_end and t_start < end for t_start, t_end in taken):
-                    continue
-                taken.append((start, end))
-                yield SecretHit(kind, field or "<value>", mask(match.group(0)))
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from find_secrets(key, field)
-            yield from find_secrets(item, f"{field}.{key}" if field else str(key))
-    elif isinstance(value, (list, tuple)):
-        for position, item in enumerate(value):
-            yield from find_secrets(item, f"{field}[{position}]")
+    """Walk nested dicts/lists/strings/bytes and yield every credential-shaped string.
+
+    Each container is walked once, even when it is reachable along many paths:
+    YAML aliases share one object, and a few lines of nested aliases stand for
+    billions of paths (an "alias bomb"). A secret there is reported at the
+    first path that reaches it. The walk keeps its own stack, so depth is no limit.
+    """
+    seen: set[int] = set()
+    pending: list[tuple[str, object]] = [(field, value)]
+    while pending:
+        field, value = pending.pop()
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if isinstance(value, str):
+            yield from _string_secrets(value, field or "<value>")
+            continue
+        if not isinstance(value, (dict, list, tuple)) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        children: list[tuple[str, object]] = []
+        if isinstance(value, dict):
+            for key, item in value.items():
+                children += [(field, key), (f"{field}.{key}" if field else str(key), item)]
+        else:
+            children = [(f"{field}[{position}]", item) for position, item in enumerate(value)]
+        pending += reversed(children)
+
+
+def _string_secrets(text: str, field: str) -> Iterator[SecretHit]:
+    # One hit per secret: the patterns run most specific first, and a match
+    # overlapping one already reported (sk-ant-… is also sk-…, "Bearer sk-…" is
+    # also a bearer token) is the same secret.
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            if not _starts_word(text, start) or any(start < t_end and t_start < end for t_start, t_end in taken):
+                continue
+            taken.append((start, end))
+            yield SecretHit(kind, field, mask(match.group(0)))

@@ -6,7 +6,6 @@ Every option has an ini twin; the command line wins. A bad value is a
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ import pytest
 
 from ._cassette import RecordMode
 from ._exceptions import CassetteError
-from ._pacing import Fragmentation
+from ._pacing import Fragmentation, parse_speed
 
 __all__ = ["Settings", "add_options"]
 
@@ -71,16 +70,6 @@ def ci_is_set() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
-def _speed(text: str) -> float:
-    try:
-        speed = float(text)
-    except ValueError:
-        speed = math.nan
-    if not (math.isfinite(speed) and speed >= 0):
-        raise ValueError(f"replay speed must be a number >= 0 (0 replays instantly, 1 at the recorded pace); got {text!r}")
-    return speed
-
-
 def _parse(parse: Callable[[str], T], value: str, where: str) -> T:
     """``parse(value)``; a bad value is a usage error naming where it came from and the valid ones."""
     try:
@@ -112,7 +101,7 @@ class Settings:
 
         record_mode = _parse(RecordMode.parse, *pick("record_mode", "dsh_replay_record_mode"))
         fragmentation = _parse(Fragmentation.parse, *pick("replay_fragmentation", "dsh_replay_fragmentation"))
-        speed = _parse(_speed, *pick("replay_speed", "dsh_replay_speed"))
+        speed = _parse(parse_speed, *pick("replay_speed", "dsh_replay_speed"))
         root = config.rootpath
         cassette_dir = str(config.getini("dsh_replay_cassette_dir")).strip()
         plugins = str(config.getini("dsh_replay_plugins")).strip()

@@ -43,7 +43,7 @@ from ._intercept import (
 )
 from ._matching import Matcher, default_matchers, describe_mismatch
 from ._options import GenerateOptions
-from ._pacing import Fault, Fragmentation
+from ._pacing import Fault, Fragmentation, parse_speed
 from ._secrets import Scrubber
 from ._version import __version__
 
@@ -79,9 +79,7 @@ class CassetteSession:
         self.route = route
         self.options = options
         self.fragmentation = Fragmentation.parse(fragmentation)
-        if speed < 0:
-            raise CassetteError(f"speed must be >= 0 (0 replays instantly, 1 at recorded pace); got {speed}")
-        self.speed = speed
+        self.speed = parse_speed(speed)
         self.scrubber = scrubber or Scrubber()
         self.matchers = list(matchers if matchers is not None else default_matchers())
         self.fault = fault

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -168,9 +169,15 @@ def test_speed_zero_never_sleeps_sync(cassette: Path, sync_sleeps: list[float]) 
     assert max(sync_sleeps) == pytest.approx(2.0 * TIMES[-1] / 1000.0, abs=0.05)
 
 
-def test_negative_speed_is_refused(cassette: Path) -> None:
-    with pytest.raises(CassetteError, match="speed must be >= 0"):
-        use_cassette(cassette, speed=-1).__enter__()
+@pytest.mark.parametrize("speed", [-1, math.inf, math.nan, 1e308, 100.5])
+def test_a_speed_that_is_negative_or_not_a_finite_factor_is_refused(cassette: Path, speed: float) -> None:
+    with pytest.raises(CassetteError, match=r"replay speed must be a number from 0 to 100 .*; got "):
+        use_cassette(cassette, speed=speed).__enter__()
+
+
+def test_the_largest_speed_is_accepted(cassette: Path) -> None:
+    with use_cassette(cassette, speed=100) as session:
+        assert session.speed == 100.0
 
 
 # -- matching -----------------------------------------------------------------------

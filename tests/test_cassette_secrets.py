@@ -205,3 +205,23 @@ def test_bytes_and_keys_are_scanned() -> None:
 def test_a_bearer_api_key_is_one_hit_of_the_key_kind() -> None:
     hits = list(find_secrets(f"Authorization: Bearer {KEY}, again: {KEY}"))
     assert [h.kind for h in hits] == ["OpenAI API key", "OpenAI API key"]
+
+
+def test_a_shared_value_is_reported_once_at_the_first_path_that_reaches_it() -> None:
+    shared = {"authorization": "Bearer sk-test-51Hx9QmZkP2vL8rT4wY7nB3c"}
+    hits = list(find_secrets({"first": shared, "second": [shared, shared]}))
+    assert [(hit.kind, hit.field) for hit in hits] == [("OpenAI API key", "first.authorization")]
+
+
+def test_depth_is_no_limit() -> None:
+    value: object = "sk-test-51Hx9QmZkP2vL8rT4wY7nB3c"
+    for _ in range(20_000):  # far deeper than Python's recursion limit
+        value = [value]
+    hits = list(find_secrets({"deep": value}))
+    assert [hit.field for hit in hits] == ["deep" + "[0]" * 20_000]
+
+
+def test_fields_are_reported_in_document_order() -> None:
+    key = "sk-test-51Hx9QmZkP2vL8rT4wY7nB3c"
+    value = {"b": [key, {"c": key}], "a": key}
+    assert [hit.field for hit in find_secrets(value)] == ["b[0]", "b[1].c", "a"]

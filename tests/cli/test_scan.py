@@ -56,3 +56,16 @@ def test_missing_path_is_named(tmp_path: Path) -> None:
     result = run("scan", str(tmp_path / "absent"))
     assert (result.code, result.out) == (2, "")
     assert result.err == f"dsh-replay: error: {tmp_path / 'absent'}: no such file or folder\n"
+
+
+def test_nested_yaml_aliases_are_walked_once(tmp_path: Path) -> None:
+    # Five levels of nine aliases each make 9**5 paths to one leaf (nine more
+    # levels and a walk along every path would never end); walked once, the
+    # leaf's secret is found once.
+    levels = [f"l0: &l0 [x, x, {KEY}]"]
+    levels += [f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]" for n in range(1, 6)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(levels) + "\ninteractions: *l5\n", encoding="utf-8")
+    result = run("scan", str(tmp_path))
+    assert result.code == 1
+    assert result.out.splitlines()[0] == f"{tmp_path / 'bomb.yaml'}: OpenAI API key in l0[2]: sk-test-…"
+    assert result.out.splitlines()[-1] == "scanned 1 file(s): 1 secret(s) found"

@@ -57,12 +57,15 @@ def test_the_ini_twin_is_used_and_the_command_line_wins(project: pytest.Pytester
     assert elapsed_ms(project, "--replay-speed=0") < 0.5 * recorded_ms
 
 
-@pytest.mark.parametrize("bad", ["-1", "fast", "nan", "inf", ""])
+@pytest.mark.parametrize("bad", ["-1", "fast", "nan", "inf", "", "1e308", "100.5"])
 def test_a_bad_value_is_a_usage_error(project: pytest.Pytester, bad: str) -> None:
     result = project.runpytest(f"--replay-speed={bad}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        [f"*dsh-replay: --replay-speed: replay speed must be a number >= 0 (0 replays instantly, 1 at the recorded pace); got {bad!r}"]
+        [
+            "*dsh-replay: --replay-speed: replay speed must be a number from 0 to 100 (0 replays instantly,"
+            f" 1 at the recorded pace, 0.5 twice as fast); got {bad!r}"
+        ]
     )
 
 
@@ -70,4 +73,4 @@ def test_a_bad_ini_value_is_a_usage_error(project: pytest.Pytester) -> None:
     project.makeini(ini("dsh_replay_speed = slow"))
     result = project.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*dsh-replay: ini dsh_replay_speed: replay speed must be a number >= 0*got 'slow'"])
+    result.stderr.fnmatch_lines(["*dsh-replay: ini dsh_replay_speed: replay speed must be a number from 0 to 100*got 'slow'"])
