@@ -101,7 +101,7 @@ def find_cases(paths: Sequence[str]) -> tuple[list[Path], list[Path], list[Path]
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            for found in sorted(p for suffix in ("*.yaml", "*.yml") for p in path.rglob(suffix)):
+            for found in sorted(p for suffix in ("*.yaml", "*.yml") for p in path.rglob(suffix) if p.is_file()):
                 (cassettes if has_metadata(found) else skipped).append(found)
             goldens += sorted(path.rglob(f"*{GOLDEN_SUFFIX}"))
         elif path.is_file():

@@ -8,6 +8,7 @@ or the plugin YAML) and compared with its golden — no test function needed.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,14 +25,30 @@ from ._settings import Settings
 __all__ = ["CassetteFile", "CassetteItem", "has_metadata"]
 
 
+# Our top-level key at the start of a line, in block style, plain or quoted.
+_TOP_LEVEL_KEY = re.compile(rb"\n(?:dsh_replay|\"dsh_replay\"|'dsh_replay')[ \t]*:")
+
+
 def has_metadata(path: Path) -> bool:
-    """Cheap check: does this YAML file start with our top-level metadata?"""
+    """Does this YAML file have our top-level ``dsh_replay:`` key, wherever it is?
+
+    The file is read in blocks, not parsed: a directory may hold large cassettes
+    and plain vcrpy ones. A file that cannot be read counts as a case, so that
+    loading it reports why instead of the file being skipped in silence.
+    """
     try:
         with path.open("rb") as fh:
-            head = fh.read(4096)
+            # The file's start (after a BOM) is a line start; a key cut by a block
+            # edge is found with the end of the block before it.
+            text = b"\n" + fh.read(1 << 16).removeprefix(b"\xef\xbb\xbf")
+            while not _TOP_LEVEL_KEY.search(text):
+                block = fh.read(1 << 16)
+                if not block:
+                    return False
+                text = text[-64:] + block
     except OSError:
-        return False
-    return head.startswith(b"dsh_replay:") or b"\ndsh_replay:" in head
+        return True
+    return True
 
 
 class CaseFailed(Exception):

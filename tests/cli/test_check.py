@@ -148,6 +148,28 @@ def test_single_files_and_cassettes_without_metadata(project: Path) -> None:
     assert "record it through the dsh_replay fixture or `dsh-replay record`" in result.out
 
 
+def test_metadata_anywhere_in_the_file_makes_a_case(project: Path) -> None:
+    # A cassette rewritten by another YAML tool may keep its keys in another order;
+    # it is still a case, so its golden is compared, not only checked by the rules.
+    cassette = project / "cassettes" / "my-provider" / "greeting.yaml"
+    text = cassette.read_text(encoding="utf-8")
+    start = text.index("interactions:")
+    cassette.write_text(text[start:] + text[:start], encoding="utf-8")
+    golden = cassette.with_name("greeting.chunks.jsonl")
+    golden.write_text(golden.read_text(encoding="utf-8").replace("Hello", "Hallo"), encoding="utf-8")
+    result = run("check", "cassettes")
+    assert result.code == 1
+    assert re.search(r"greeting\s+my-provider\s+3\s+6\s+1\s+FAIL", result.out), result.out
+    assert "skipped" not in result.out
+
+
+def test_a_folder_named_like_a_cassette_is_not_a_case(project: Path) -> None:
+    (project / "cassettes" / "odd.yaml").mkdir()
+    result = run("check", "cassettes")
+    assert result.code == 0, result.out
+    assert "2 case(s)" in result.out and "skipped" not in result.out
+
+
 def test_missing_paths_and_empty_folders(project: Path) -> None:
     result = run("check", "nowhere")
     assert (result.code, result.out) == (2, "")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from dsh_replay._collection import has_metadata
+
 from .helpers import (
     IMPORTS,
     echo_test,
@@ -180,3 +182,48 @@ def test_a_case_with_two_calls_replays_both_against_their_goldens(
     result = project.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*test_twice.2.chunks.jsonl differs*"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "dsh_replay:\n  route: echo\ninteractions: []\n",
+        "interactions: []\ndsh_replay:\n  route: echo\n",
+        "\ufeffdsh_replay: {route: echo}\n",
+        '"dsh_replay": {route: echo}\n',
+        "interactions: []\ndsh_replay :\n  route: echo\n",
+    ],
+)
+def test_metadata_is_found_wherever_the_top_level_key_is(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "case.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert has_metadata(path)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "interactions: []\n",
+        "interactions:\n- dsh_replay:\n    route: echo\n",  # nested, not top level
+        "note: my_dsh_replay: x\n",
+        "",
+    ],
+)
+def test_files_without_the_top_level_key_have_no_metadata(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "case.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert not has_metadata(path)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 30, 60, 63, 64, 65])
+def test_a_key_cut_by_a_block_edge_is_found(tmp_path: Path, offset: int) -> None:
+    # The file is read 64 KiB at a time: put the key across that edge.
+    filler = "#" * (64 * 1024 - offset - 1) + "\n"
+    path = tmp_path / "case.yaml"
+    path.write_text(filler + "dsh_replay:\n  route: echo\n", encoding="utf-8")
+    assert has_metadata(path)
+
+
+def test_a_file_that_cannot_be_read_counts_as_a_case(tmp_path: Path) -> None:
+    # Loading it then says why, instead of the file being skipped in silence.
+    assert has_metadata(tmp_path)  # a folder: open() fails
