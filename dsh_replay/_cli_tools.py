@@ -333,7 +333,9 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
     if os.environ.get("CI"):
         raise ConfigError("record is refused because CI is set: CI only replays. Record locally and commit.")
     try:
-        options = GenerateOptions.from_json(orjson.loads(Path(options_file).read_bytes()))
+        options = GenerateOptions.from_json(orjson.loads(Path(options_file).read_bytes()), "options")
+    except ConfigError as exc:
+        raise ConfigError(f"{options_file}: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{options_file}: cannot read ({exc.strerror or exc})") from None
     except orjson.JSONDecodeError as exc:

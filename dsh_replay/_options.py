@@ -7,6 +7,7 @@ test function that made it.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -18,6 +19,53 @@ __all__ = ["GenerateOptions", "Message", "MessageToolCall", "Role", "ToolDefinit
 
 Role = Literal["system", "user", "assistant", "tool"]
 _ROLES = ("system", "user", "assistant", "tool")
+
+
+_MISSING: Any = object()
+
+
+class _Fields:
+    """Typed reads from one JSON object of the options, each error naming the field's path.
+
+    ``known`` lists the object's fields: any other is refused (with the closest
+    known name), since a misspelt ``temprature`` would otherwise be dropped unseen.
+    """
+
+    def __init__(self, data: object, path: str, known: Sequence[str]) -> None:
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{path} must be a JSON object, got {_shown(data)}")
+        for name in data:
+            if name not in known:
+                close = difflib.get_close_matches(str(name), known, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise ConfigError(f"{path} has an unknown field {name!r}{hint}; known: {', '.join(known)}")
+        self.data, self.path = data, path
+
+    def get(self, name: str, kind: type | tuple[type, ...], default: Any = _MISSING) -> Any:
+        """The field's value, of ``kind``; ``default`` when it is absent (or null, for a None default)."""
+        value = self.data.get(name, _MISSING)
+        if value is _MISSING or (value is None and default is None):
+            if default is _MISSING:
+                raise ConfigError(f"{self.path} needs the field {name!r}")
+            return default
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            wanted = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+            raise ConfigError(f"{self.path}.{name} must be {wanted}, got {_shown(value)}")
+        return value
+
+    def each(self, name: str) -> list[tuple[object, str]]:
+        """The items of a list field (empty when absent), each with its path."""
+        items: list[object] = self.get(name, list, [])
+        return [(item, f"{self.path}.{name}[{position}]") for position, item in enumerate(items)]
+
+
+_KIND_NAMES = {str: "a string", int: "an integer", float: "a number", list: "a list", dict: "a JSON object"}
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,20 +127,27 @@ class Message:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Message:
-        return cls(
-            role=data["role"],
-            content=data.get("content", ""),
-            tool_calls=tuple(
-                MessageToolCall(id=CallId(c["id"]), name=c["name"], arguments=c.get("arguments", "{}"))
-                for c in data.get("toolCalls", ())
+    def from_json(cls, data: object, path: str = "message") -> Message:
+        """A message from its JSON; a malformed one raises ``ConfigError`` naming the field at ``path``."""
+        fields = _Fields(data, path, ("role", "content", "toolCalls", "callId", "name", "reasoning"))
+        calls = [_Fields(c, where, ("id", "name", "arguments")) for c, where in fields.each("toolCalls")]
+        reasoning = [_Fields(r, where, ("text", "signature")) for r, where in fields.each("reasoning")]
+        call_id = fields.get("callId", str, None)
+        values = {
+            "role": fields.get("role", str),
+            "content": fields.get("content", str, ""),
+            "tool_calls": tuple(
+                MessageToolCall(id=CallId(c.get("id", str)), name=c.get("name", str), arguments=c.get("arguments", str, "{}"))
+                for c in calls
             ),
-            call_id=CallId(data["callId"]) if data.get("callId") is not None else None,
-            name=data.get("name"),
-            reasoning=tuple(
-                ReasoningBlock(text=r["text"], signature=r.get("signature")) for r in data.get("reasoning", ())
-            ),
-        )
+            "call_id": CallId(call_id) if call_id is not None else None,
+            "name": fields.get("name", str, None),
+            "reasoning": tuple(ReasoningBlock(text=r.get("text", str), signature=r.get("signature", str, None)) for r in reasoning),
+        }
+        try:
+            return cls(**values)
+        except ConfigError as exc:  # the message's own rules (role, call id) name no field
+            raise ConfigError(f"{path}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,11 +162,13 @@ class ToolDefinition:
         return {"name": self.name, "description": self.description, "parameters": dict(self.parameters)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ToolDefinition:
+    def from_json(cls, data: object, path: str = "tool") -> ToolDefinition:
+        """A tool from its JSON; a malformed one raises ``ConfigError`` naming the field at ``path``."""
+        fields = _Fields(data, path, ("name", "description", "parameters"))
         return cls(
-            name=data["name"],
-            description=data.get("description", ""),
-            parameters=data.get("parameters", {"type": "object", "properties": {}}),
+            name=fields.get("name", str),
+            description=fields.get("description", str, ""),
+            parameters=fields.get("parameters", dict, {"type": "object", "properties": {}}),
         )
 
 
@@ -147,16 +204,17 @@ class GenerateOptions:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> GenerateOptions:
-        """Build options from their JSON; a malformed document raises ``ConfigError``."""
-        try:
-            return cls(
-                model=data["model"],
-                messages=[Message.from_json(m) for m in data["messages"]],
-                tools=[ToolDefinition.from_json(t) for t in data.get("tools", ())],
-                temperature=data.get("temperature"),
-                max_tokens=data.get("maxTokens"),
-                extra=data.get("extra", {}),
-            )
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ConfigError(f"malformed GenerateOptions: {type(exc).__name__}: {exc}") from None
+    def from_json(cls, data: object, path: str = "options") -> GenerateOptions:
+        """Options from their JSON; a malformed document raises ``ConfigError`` naming the field."""
+        fields = _Fields(data, path, ("model", "messages", "tools", "temperature", "maxTokens", "extra"))
+        messages = [Message.from_json(m, where) for m, where in fields.each("messages")]
+        if not messages:
+            raise ConfigError(f"{path}.messages must hold at least one message")
+        return cls(
+            model=fields.get("model", str),
+            messages=messages,
+            tools=[ToolDefinition.from_json(t, where) for t, where in fields.each("tools")],
+            temperature=fields.get("temperature", (int, float), None),
+            max_tokens=fields.get("maxTokens", int, None),
+            extra=fields.get("extra", dict, {}),
+        )

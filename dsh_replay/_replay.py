@@ -125,10 +125,16 @@ def case_options(cassette: Cassette) -> tuple[str, list[GenerateOptions], str | 
             path=str(cassette.path),
         )
     follow_ups = metadata.get("follow_ups") or []
+    if not isinstance(follow_ups, list):
+        raise CassetteError(f"cassette {cassette.path}: dsh_replay.follow_ups must be a list of options",
+                            path=str(cassette.path))
+    located = [("dsh_replay.options", metadata["options"])]
+    located += [(f"dsh_replay.follow_ups[{n}]", data) for n, data in enumerate(follow_ups)]
     try:
-        calls = [GenerateOptions.from_json(data) for data in (metadata["options"], *follow_ups)]
-    except (ConfigError, TypeError) as exc:
-        raise CassetteError(f"cassette {cassette.path}: {exc}", path=str(cassette.path)) from None
+        calls = [GenerateOptions.from_json(data, where) for where, data in located]
+    except ConfigError as exc:
+        raise CassetteError(f"cassette {cassette.path}: {exc}; fix it or re-record the cassette",
+                            path=str(cassette.path)) from None
     base_url = metadata.get("base_url")
     return route, calls, base_url if isinstance(base_url, str) else None
 

@@ -52,6 +52,43 @@ def test_message_rules() -> None:
         Message(role="user", tool_calls=[MessageToolCall(id=CallId("c"), name="f")])
 
 
-def test_malformed_json_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="malformed GenerateOptions"):
-        GenerateOptions.from_json({"messages": []})
+USER = {"role": "user", "content": "hi"}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([1], "options must be a JSON object, got list [1]"),
+        ({"messages": [USER]}, "options needs the field 'model'"),
+        ({"model": 5, "messages": [USER]}, "options.model must be a string, got int 5"),
+        ({"model": "m", "messages": "hi"}, "options.messages must be a list, got str 'hi'"),
+        ({"model": "m", "messages": []}, "options.messages must hold at least one message"),
+        ({"model": "m", "messages": [5]}, "options.messages[0] must be a JSON object, got int 5"),
+        ({"model": "m", "messages": [{"content": "x"}]}, "options.messages[0] needs the field 'role'"),
+        ({"model": "m", "messages": [{"role": "user", "content": 5}]}, "options.messages[0].content must be a string, got int 5"),
+        ({"model": "m", "messages": [{"role": "robot"}]}, "options.messages[0]: message role must be one of"),
+        ({"model": "m", "messages": [USER], "temprature": 1}, "options has an unknown field 'temprature' (did you mean temperature?)"),
+        ({"model": "m", "messages": [USER], "temperature": "hot"}, "options.temperature must be an integer or a number, got str 'hot'"),
+        ({"model": "m", "messages": [USER], "temperature": True}, "options.temperature must be an integer or a number, got bool True"),
+        ({"model": "m", "messages": [USER], "maxTokens": 1.5}, "options.maxTokens must be an integer, got float 1.5"),
+        ({"model": "m", "messages": [USER], "extra": []}, "options.extra must be a JSON object, got list []"),
+        ({"model": "m", "messages": [USER], "tools": [{"description": "d"}]}, "options.tools[0] needs the field 'name'"),
+        (
+            {"model": "m", "messages": [{"role": "assistant", "toolCalls": [{"id": "c", "name": 3}]}]},
+            "options.messages[0].toolCalls[0].name must be a string, got int 3",
+        ),
+        (
+            {"model": "m", "messages": [{"role": "assistant", "reasoning": [{"text": "t", "signatur": "s"}]}]},
+            "options.messages[0].reasoning[0] has an unknown field 'signatur' (did you mean signature?)",
+        ),
+    ],
+)
+def test_malformed_json_is_a_config_error_naming_the_field(data: object, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        GenerateOptions.from_json(data)
+    assert str(caught.value).startswith(message)
+
+
+def test_null_optional_fields_mean_absent() -> None:
+    options = GenerateOptions.from_json({"model": "m", "messages": [USER], "temperature": None, "maxTokens": None})
+    assert (options.temperature, options.max_tokens) == (None, None)
