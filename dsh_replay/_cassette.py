@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
-from collections.abc import Iterable, Mapping
+import secrets
+import stat
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 import yaml
 
@@ -243,7 +245,9 @@ class Cassette:
     @classmethod
     def from_dict(cls, data: Any, path: Path) -> Cassette:
         def bad(message: str) -> CassetteError:
-            return CassetteError(f"cassette {path}: {message}; re-record it with --record-mode=rewrite", path=str(path))
+            return CassetteError(
+                f"cassette {path}: {message}; fix it or re-record it with --record-mode=rewrite", path=str(path)
+            )
 
         if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
             raise bad("expected a mapping with an 'interactions' list (vcrpy format, version 1)")
@@ -257,12 +261,10 @@ class Cassette:
             raise bad(f"'dsh_replay.format' must be an integer, got {fmt!r}")
         if fmt > FORMAT_VERSION:
             raise bad(f"format {fmt} is newer than this dsh-replay understands ({FORMAT_VERSION}); upgrade dsh-replay")
-        interactions = []
-        for position, raw in enumerate(data["interactions"]):
-            try:
-                interactions.append(_interaction_from_dict(raw))
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise bad(f"interaction {position} is malformed ({type(exc).__name__}: {exc})") from None
+        try:
+            interactions = [_interaction_from_dict(raw, f"interactions[{n}]") for n, raw in enumerate(data["interactions"])]
+        except _Malformed as exc:
+            raise bad(str(exc)) from None
         return cls(path=path, interactions=interactions, metadata=metadata)
 
     # -- writing -------------------------------------------------------------
@@ -361,16 +363,39 @@ class Cassette:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old file or the new one, never half."""
+    """Write ``data`` to ``path`` so readers see the old file or the new one, never half.
+
+    The file keeps the permission bits of the one it replaces; a new file gets
+    the mode ``open(path, "w")`` would give it.
+    """
+    mode = _mode_to_keep(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    # Not mkstemp, which forces 0600: created with 0666, the kernel applies the
+    # umask itself (and any default ACL), exactly as for a plain open(). Reading
+    # the umask instead (os.umask(0) then back) would briefly set it to 0 for
+    # every thread of the process. 64 random bits make a name clash (EEXIST) moot.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+def _mode_to_keep(path: Path) -> int | None:
+    """The permission bits of the file at ``path``; ``None`` when there is none."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        raise CassetteError(f"cannot write {path}: it is a directory; remove it or choose another path", path=str(path))
+    return stat.S_IMODE(st.st_mode)
 
 
 def _interaction_to_dict(interaction: Interaction, readable: bool) -> dict[str, Any]:
@@ -404,32 +429,170 @@ def _as_bytes(value: Any) -> bytes:
     raise TypeError(f"body must be a string, got {type(value).__name__}")
 
 
-def _interaction_from_dict(raw: Mapping[str, Any]) -> Interaction:
+# -- reading interactions --------------------------------------------------------
+#
+# Cassettes are edited by hand and written by other tools, so each field is
+# checked where it is read: a wrong one is reported by its path in the file
+# (``interactions[0].response.status.code``), never by the Python error it would
+# cause later, in matching or in a paced replay.
+
+_MISSING: Any = object()
+#: no recorded stream lasts a day: a later time is corrupt, and would make a paced replay sleep for ever
+_MAX_MS = 24 * 60 * 60 * 1000.0
+_BODY = "a string, !!binary bytes or null"
+_MS = f"a time in ms from 0 to {_MAX_MS:.0f}"
+
+
+class _Malformed(ValueError):
+    """A field with the wrong type or value; ``Cassette.from_dict`` names the file."""
+
+
+def _check(value: Any, where: str, what: str, ok: Callable[[Any], bool]) -> Any:
+    """``value`` if ``ok(value)``, else ``_Malformed``: "<where> must be <what>, got <value>"."""
+    if value is _MISSING or not ok(value):
+        got = "nothing (the field is missing)" if value is _MISSING else repr(value)
+        got = got if len(got) <= 80 else got[:77] + "..."
+        raise _Malformed(f"{where} must be {what}, got {got}")
+    return value
+
+
+def _field(
+    raw: Mapping[str, Any], key: str, where: str, what: str, ok: Callable[[Any], bool], default: Any = _MISSING
+) -> Any:
+    """``raw[key]`` checked by ``_check``; without a ``default`` the field is required."""
+    return _check(raw.get(key, default), f"{where}.{key}", what, ok)
+
+
+def _or_null(ok: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or ok(value)
+
+
+def _is_mapping(value: Any) -> bool:
+    return isinstance(value, Mapping)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list)
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_body(value: Any) -> bool:
+    return value is None or isinstance(value, (str, bytes))
+
+
+def _is_int(value: Any, low: int, high: float = float("inf")) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _is_ms(value: Any) -> bool:
+    # the range test also refuses NaN and infinities
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= _MAX_MS
+
+
+def _is_fragment(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and _is_ms(value[0]) and _is_int(value[1], 1)
+
+
+def _is_url(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        _ = urlparse(value).port  # vcrpy's matchers read it: a broken host or port raises
+    except ValueError:
+        return False
+    return True
+
+
+def _is_header_map(value: Any) -> bool:
+    return value is None or (isinstance(value, Mapping) and all(isinstance(name, str) for name in value))
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _headers(raw: Mapping[str, Any], where: str) -> list[tuple[str, str]]:
+    """The ``headers`` of a request or response: names to a string or a list of strings."""
+    headers = _field(raw, "headers", where, "a mapping of header names to lists of strings", _is_header_map, None)
+    pairs: list[tuple[str, str]] = []
+    for name, values in (headers or {}).items():
+        if isinstance(values, str):
+            values = [values]
+        pairs += ((name, v) for v in _check(values, f"{where}.headers.{name}", "a list of strings", _is_str_list))
+    return pairs
+
+
+def _request_from_dict(raw: Mapping[str, Any], where: str) -> VcrRequest:
     from vcr.request import Request as VcrRequest
 
-    request = VcrRequest._from_dict(raw["request"])
-    response = raw["response"]
-    extra = response.get("dsh_replay") or {}
-    body_field = response.get("body", {})
-    body = _as_bytes(body_field.get("string") if isinstance(body_field, Mapping) else body_field)
-    headers = [(str(k), str(v)) for k, values in (response.get("headers") or {}).items() for v in (values if isinstance(values, list) else [values])]
-    fragments = None
-    if extra.get("fragments") is not None:
-        fragments = [(float(ms), int(size)) for ms, size in extra["fragments"]]
-        if sum(size for _, size in fragments) != len(body):
-            raise ValueError(f"fragments add up to {sum(s for _, s in fragments)} bytes but the body has {len(body)}")
-    error = None
-    if extra.get("error"):
-        e = extra["error"]
-        error = RecordedError(str(e["kind"]), str(e.get("message", "")), int(e["offset"]), float(e.get("at_ms", 0.0)))
-    status = response["status"]
+    return VcrRequest(
+        _field(raw, "method", where, "an HTTP method such as POST", _is_name),
+        _field(raw, "uri", where, "a URL", _is_url),
+        _field(raw, "body", where, _BODY, _is_body, None),
+        _headers_dict(_headers(raw, where)),
+    )
+
+
+def _response_body(response: Mapping[str, Any], where: str) -> bytes:
+    """vcrpy's ``body: {string: ...}``, or a bare string as some tools write it."""
+    body = response.get("body")
+    if isinstance(body, Mapping):
+        return _as_bytes(_field(body, "string", f"{where}.body", _BODY, _is_body, None))
+    return _as_bytes(_check(body, f"{where}.body", f"a mapping with 'string', or {_BODY}", _is_body))
+
+
+def _fragments(extra: Mapping[str, Any], body: bytes, where: str) -> list[tuple[float, int]] | None:
+    raw = _field(extra, "fragments", where, "a list of [ms, bytes] pairs, or null", _or_null(_is_list), None)
+    if raw is None:
+        return None
+    what = f"an [ms since headers, bytes] pair: {_MS} and a positive integer byte count"
+    fragments = [
+        (float(ms), size)
+        for ms, size in (_check(item, f"{where}.fragments[{n}]", what, _is_fragment) for n, item in enumerate(raw))
+    ]
+    total = sum(size for _, size in fragments)
+    if total != len(body):
+        raise _Malformed(f"{where}.fragments add up to {total} bytes but the body has {len(body)}")
+    return fragments
+
+
+def _recorded_error(extra: Mapping[str, Any], where: str) -> RecordedError | None:
+    what = "a mapping with kind, message, offset and at_ms, or null"
+    raw = _field(extra, "error", where, what, _or_null(_is_mapping), None)
+    if raw is None:
+        return None
+    where = f"{where}.error"
+    return RecordedError(
+        kind=_field(raw, "kind", where, "an exception name such as ReadError", _is_name),
+        message=_field(raw, "message", where, "a string or null", _or_null(_is_text), "") or "",
+        # beyond the body's end is allowed: a body filter may have shortened the body
+        offset=_field(raw, "offset", where, "a byte offset (an integer >= 0)", lambda value: _is_int(value, 0)),
+        at_ms=float(_field(raw, "at_ms", where, _MS, _is_ms, 0.0)),
+    )
+
+
+def _interaction_from_dict(raw: Any, where: str) -> Interaction:
+    _check(raw, where, "a mapping with 'request' and 'response'", _is_mapping)
+    request = _request_from_dict(_field(raw, "request", where, "a mapping", _is_mapping), f"{where}.request")
+    response = _field(raw, "response", where, "a mapping", _is_mapping)
+    where = f"{where}.response"
+    status = _field(response, "status", where, "a mapping with 'code' and 'message'", _is_mapping)
+    extra = _field(response, "dsh_replay", where, "a mapping or null", _or_null(_is_mapping), None) or {}
+    body = _response_body(response, where)
     return Interaction(
         request=request,
-        status=int(status["code"]),
-        reason=str(status.get("message") or ""),
-        headers=headers,
+        status=_field(status, "code", f"{where}.status", "an integer HTTP status", lambda v: _is_int(v, 100, 599)),
+        reason=_field(status, "message", f"{where}.status", "a string or null", _or_null(_is_text), "") or "",
+        headers=_headers(response, where),
         body=body,
-        fragments=fragments,
-        complete=bool(extra.get("complete", True)),
-        error=error,
+        fragments=_fragments(extra, body, f"{where}.dsh_replay"),
+        complete=_field(extra, "complete", f"{where}.dsh_replay", "true or false", lambda v: isinstance(v, bool), True),
+        error=_recorded_error(extra, f"{where}.dsh_replay"),
     )
