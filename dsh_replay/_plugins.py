@@ -19,7 +19,9 @@ a leading ``~`` disables an entry, as in cordis::
         apiKey: ${MY_PROVIDER_API_KEY}
         providers: [my-provider, my-provider-backup]
 
-Configuration errors surface at load time, naming the plugin and the field.
+Configuration errors surface at load time as one-line ``ConfigError``, naming the
+YAML file, the plugin and the field; a ``${`` that is not a well-formed placeholder is
+one of them, never passed on as a literal.
 """
 
 from __future__ import annotations
@@ -53,27 +55,40 @@ class PluginContext:
     SERVICES = ("llm",)
 
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+#: every ``${``, closed or not: a typo in a placeholder must not reach a provider as a literal key
+_ENV_REF = re.compile(r"\$\{(?P<body>[^}]*)(?P<end>\}?)")
+_ENV_BODY = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?", re.DOTALL)
 
 
 def _snake(key: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
 
 
+def _expand_str(value: str, plugin: str, key: str, environ: Mapping[str, str]) -> str:
+    def substitute(match: re.Match[str]) -> str:
+        ref = _ENV_BODY.fullmatch(match["body"]) if match["end"] else None
+        if ref is None:
+            problem = "does not name a variable" if match["end"] else "is not closed"
+            raise ConfigError(
+                f"plugin {plugin!r}: field {key!r}: placeholder {match[0]!r} in {value!r} {problem}; "
+                "write ${NAME} or ${NAME:-default}, NAME made of letters, digits and _"
+            )
+        name, default = ref["name"], ref["default"]
+        if name in environ:
+            return environ[name]
+        if default is not None:
+            return default
+        raise ConfigError(
+            f"plugin {plugin!r}: field {key!r} refers to ${{{name}}}, which is not set; "
+            f"export {name} or write ${{{name}:-default}}"
+        )
+
+    return _ENV_REF.sub(substitute, value)
+
+
 def _expand(value: Any, plugin: str, key: str, environ: Mapping[str, str]) -> Any:
     if isinstance(value, str):
-        def substitute(match: re.Match[str]) -> str:
-            name, default = match.group(1), match.group(2)
-            if name in environ:
-                return environ[name]
-            if default is not None:
-                return default
-            raise ConfigError(
-                f"plugin {plugin!r}: field {key!r} refers to ${{{name}}}, which is not set; "
-                f"export {name} or write ${{{name}:-default}}"
-            )
-
-        return _ENV_REF.sub(substitute, value)
+        return _expand_str(value, plugin, key, environ)
     if isinstance(value, list):
         return [_expand(item, plugin, key, environ) for item in value]
     if isinstance(value, dict):
@@ -155,12 +170,44 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+def read_config_text(path: Path, label: str) -> str:
+    """The UTF-8 text of a configuration file; a one-line ``ConfigError`` naming it as ``label`` otherwise."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {label}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{label} is not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}; save it as UTF-8"
+        ) from None
+
+
+def import_config_module(name: str, where: str) -> types.ModuleType:
+    """Import a module named by configuration; ``where`` (e.g. "plugin 'x'") starts the error message.
+
+    ``ImportError`` is left to the caller, which knows where the module was looked for. A module whose
+    own code fails (``SyntaxError``, ``RuntimeError``...) is a one-line ``ConfigError``; only
+    ``Exception`` is caught, so ``KeyboardInterrupt`` and ``SystemExit`` still stop the run.
+    """
+    if not name or name.startswith("."):
+        raise ConfigError(
+            f"{where}: {name!r} is not an absolute module path; write it as a dotted import path "
+            "(package.module), with no leading '.' and no file path"
+        )
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"{where}: importing {name} failed: {type(exc).__name__}: {exc}") from exc
+
+
 def _import(module_path: str, folder: Path) -> types.ModuleType:
     added = str(folder) not in sys.path
     if added:
         sys.path.insert(0, str(folder))
     try:
-        return importlib.import_module(module_path)
+        return import_config_module(module_path, f"plugin {module_path!r}")
     except ImportError as exc:
         raise ConfigError(
             f"plugin {module_path!r}: cannot import it ({exc}); the key must be an importable "
@@ -191,6 +238,48 @@ def _check_exports(module: types.ModuleType, plugin: str, ctx: PluginContext) ->
         )
 
 
+def _parse_yaml(text: str, path: Path) -> Any:
+    """The document in ``text``; invalid YAML is one line naming ``path``, the line and the column."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line, mark.column) if mark else (0, 0)
+        problem = exc.problem or exc.context
+    except yaml.reader.ReaderError as exc:  # a control character, refused before parsing starts
+        line = text.count("\n", 0, exc.position)
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1)
+        problem = f"character #x{exc.character:04x}: {exc.reason}"
+    raise ConfigError(f"{path} is not valid YAML (line {line + 1}, column {column + 1}): {problem}")
+
+
+def _read_entries(path: Path) -> dict[Any, Any]:
+    document = _parse_yaml(read_config_text(path, f"plugin config {path}"), path)
+    entries = document.get("plugins") if isinstance(document, dict) else None
+    if not isinstance(entries, dict):
+        raise ConfigError(f"{path}: expected a top-level 'plugins:' mapping of plugin -> config")
+    return entries
+
+
+def _stage(
+    entry: str, raw: Any, folder: Path, ctx: PluginContext, environ: Mapping[str, str]
+) -> tuple[types.ModuleType, Any, str]:
+    """Import one plugin and validate its config, without applying it."""
+    module = _import(entry.split(":", 1)[0], folder)
+    plugin = str(getattr(module, "name", entry))
+    _check_exports(module, plugin, ctx)
+    return module, _build_config(module, plugin, raw, environ), plugin
+
+
+def _apply(module: types.ModuleType, ctx: PluginContext, config: Any, plugin: str) -> None:
+    try:
+        module.apply(ctx, config)
+    except ConfigError as exc:
+        raise ConfigError(f"plugin {plugin!r}: {exc}") from None
+    except Exception as exc:
+        raise ConfigError(f"plugin {plugin!r}: apply failed: {type(exc).__name__}: {exc}") from exc
+
+
 def load_plugins(
     config_file: str | os.PathLike[str],
     *,
@@ -199,33 +288,22 @@ def load_plugins(
 ) -> PluginContext:
     """Load, validate and apply every plugin listed in ``config_file``.
 
-    Returns the context whose ``llm`` registry the plugins registered into.
+    Returns the context whose ``llm`` registry the plugins registered into. Every error is a
+    ``ConfigError`` naming the file and, past the document's shape, the plugin.
     """
     path = Path(config_file)
+    entries = _read_entries(path)
     environ = os.environ if environ is None else environ
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read plugin config {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("plugins"), dict):
-        raise ConfigError(f"{path}: expected a top-level 'plugins:' mapping of plugin -> config")
     ctx = PluginContext(llm=registry if registry is not None else LlmRegistry())
-    staged = []
-    for entry, raw in document["plugins"].items():
-        entry = str(entry)
-        if entry.startswith("~"):
-            continue
-        module_path = entry.split(":", 1)[0]
-        module = _import(module_path, path.parent.resolve())
-        plugin = str(getattr(module, "name", entry))
-        _check_exports(module, plugin, ctx)
-        staged.append((module, _build_config(module, plugin, raw, environ), plugin))
-    # every config is validated before any apply runs, so a bad entry changes nothing
-    for module, config, plugin in staged:
-        try:
-            module.apply(ctx, config)
-        except ConfigError as exc:
-            raise ConfigError(f"plugin {plugin!r}: {exc}") from None
+    try:
+        staged = [
+            _stage(str(entry), raw, path.parent.resolve(), ctx, environ)
+            for entry, raw in entries.items()
+            if not str(entry).startswith("~")
+        ]
+        # every config is validated before any apply runs, so a bad entry changes nothing
+        for module, config, plugin in staged:
+            _apply(module, ctx, config, plugin)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc.__cause__
     return ctx

@@ -9,7 +9,7 @@ cassettes never match on credentials.
 
 from __future__ import annotations
 
-import importlib
+import reprlib
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,29 +23,50 @@ else:  # pytest depends on tomli there
 
 from ._adapter import LlmAdapter, LlmRegistry, unknown_route_message
 from ._exceptions import ConfigError
-from ._plugins import load_plugins
+from ._plugins import import_config_module, load_plugins, read_config_text
 
 __all__ = ["OFFLINE_KEY", "RouteTable"]
 
 #: the key given to adapters built for replay; shaped so no scanner mistakes it
 OFFLINE_KEY = "dsh-replay-offline"
 
+#: the tables leading to the routes, outermost first
+_ROUTES_TABLE = ("tool", "dsh_replay", "routes")
+
 
 def _import_target(spec: str, route: str, source: str) -> Callable[..., Any]:
     module_name, _, attribute = spec.partition(":")
+    where = f"{source}: route {route!r}"
     if not module_name or not attribute:
-        raise ConfigError(f"{source}: route {route!r} must name 'package.module:AdapterClass'; got {spec!r}")
+        raise ConfigError(f"{where} must name 'package.module:AdapterClass'; got {spec!r}")
     try:
-        module = importlib.import_module(module_name)
+        module = import_config_module(module_name, where)
     except ImportError as exc:
-        raise ConfigError(f"{source}: route {route!r}: cannot import {module_name!r} ({exc})") from None
+        raise ConfigError(f"{where}: cannot import {module_name!r} ({exc})") from None
     try:
         target = getattr(module, attribute)
     except AttributeError:
-        raise ConfigError(f"{source}: route {route!r}: {module_name} has no {attribute!r}") from None
+        raise ConfigError(f"{where}: {module_name} has no {attribute!r}") from None
     if not callable(target):
-        raise ConfigError(f"{source}: route {route!r}: {spec} is not a class or factory")
+        raise ConfigError(f"{where}: {spec} is not a class or factory")
     return target  # type: ignore[no-any-return]
+
+
+def _routes_table(path: Path) -> Mapping[str, Any]:
+    """``[tool.dsh_replay.routes]`` of the pyproject at ``path``, empty when absent."""
+    try:
+        table: Mapping[str, Any] = tomllib.loads(read_config_text(path, str(path)))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    for depth, key in enumerate(_ROUTES_TABLE, 1):
+        node = table.get(key, {})
+        if not isinstance(node, Mapping):
+            raise ConfigError(
+                f"{path}: [{'.'.join(_ROUTES_TABLE[:depth])}] must be a table; got {reprlib.repr(node)}. "
+                'Routes are configured as [tool.dsh_replay.routes] "route" = "package.module:AdapterClass"'
+            )
+        table = node
+    return table
 
 
 @dataclass
@@ -73,13 +94,7 @@ class RouteTable:
         return table
 
     def _add_pyproject(self, path: Path) -> None:
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from None
-        routes = data.get("tool", {}).get("dsh_replay", {}).get("routes", {})
-        if not isinstance(routes, Mapping):
-            raise ConfigError(f"{path}: [tool.dsh_replay.routes] must be a table of route = 'module:Class'")
+        routes = _routes_table(path)
         folder = str(path.parent.resolve())
         if folder not in sys.path:
             # routes name the project's own modules, importable from its root

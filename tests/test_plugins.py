@@ -102,9 +102,48 @@ def test_config_errors_name_plugin_and_field(plugin_dir: Path, config: str, mess
             {config}
     """)
     registry = LlmRegistry()
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message) as excinfo:
         load_plugins(path, registry=registry, environ={})
+    assert str(excinfo.value).startswith(f"{path}: plugin 'fake-plugin': ")
     assert registry.routes() == []
+
+
+@pytest.mark.parametrize(
+    ("value", "field", "placeholder", "problem"),
+    [
+        ("${MY PROVIDER", "apiKey", "${MY PROVIDER", "is not closed"),
+        ("'sk-${KEY'", "apiKey", "${KEY", "is not closed"),
+        ("'${KEY}-${OTHER'", "apiKey", "${OTHER", "is not closed"),
+        ("'${MY PROVIDER}'", "apiKey", "${MY PROVIDER}", "does not name a variable"),
+        ("'${}'", "apiKey", "${}", "does not name a variable"),
+    ],
+)
+def test_a_bad_placeholder_is_refused(plugin_dir: Path, value: str, field: str, placeholder: str,
+                                      problem: str) -> None:
+    path = _write(plugin_dir, f"""
+        plugins:
+          MODULE:
+            apiKey: {value}
+            providers: [a]
+    """)
+    with pytest.raises(ConfigError) as excinfo:
+        load_plugins(path, environ={"KEY": "k", "OTHER": "o"})
+    assert str(excinfo.value).startswith(
+        f"{path}: plugin 'fake-plugin': field {field!r}: placeholder {placeholder!r} in "
+    )
+    assert f" {problem}; write ${{NAME}} or ${{NAME:-default}}" in str(excinfo.value)
+
+
+def test_a_bad_placeholder_in_a_list_names_the_field(plugin_dir: Path) -> None:
+    path = _write(plugin_dir, "plugins:\n  MODULE: {apiKey: k, providers: ['${ROUTE']}\n")
+    with pytest.raises(ConfigError, match=r"field 'providers': placeholder '\$\{ROUTE' in '\$\{ROUTE' is not closed"):
+        load_plugins(path, environ={"ROUTE": "r"})
+
+
+def test_several_placeholders_in_one_value(plugin_dir: Path) -> None:
+    path = _write(plugin_dir, "plugins:\n  MODULE: {apiKey: 'sk-${A}-${B:-b}-${C:-}', providers: [a]}\n")
+    ctx = load_plugins(path, environ={"A": "a"})
+    assert ctx.llm.resolve("a").api_key == "sk-a-b-"  # type: ignore[attr-defined]
 
 
 def test_env_default(plugin_dir: Path) -> None:
@@ -179,6 +218,69 @@ def test_bad_documents(tmp_path: Path, text: str, message: str) -> None:
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_plugins(path, environ={})
+
+
+@pytest.mark.parametrize("key", [".x", "../x", ".x:label"])
+def test_a_relative_plugin_key(tmp_path: Path, key: str) -> None:
+    path = tmp_path / "dsh.yml"
+    path.write_text(f"plugins:\n  {key!r}: {{}}\n")
+    module = key.split(":")[0]
+    with pytest.raises(ConfigError) as excinfo:
+        load_plugins(path, environ={})
+    assert str(excinfo.value).startswith(f"{path}: plugin {module!r}: {module!r} is not an absolute module path")
+
+
+def test_a_plugin_module_that_fails_on_import(plugin_dir: Path) -> None:
+    source = next(plugin_dir.glob("fake_plugin_*.py"))
+    source.write_text('raise RuntimeError("boom")\n')
+    path = _write(plugin_dir, "plugins:\n  MODULE: {apiKey: k, providers: [a]}\n")
+    with pytest.raises(ConfigError) as excinfo:
+        load_plugins(path, environ={})
+    assert str(excinfo.value) == f"{path}: plugin {source.stem!r}: importing {source.stem} failed: RuntimeError: boom"
+    assert isinstance(excinfo.value.__cause__, RuntimeError)
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_while_importing_a_plugin_is_not_swallowed(plugin_dir: Path,
+                                                               interrupt: type[BaseException]) -> None:
+    next(plugin_dir.glob("fake_plugin_*.py")).write_text(f"raise {interrupt.__name__}\n")
+    path = _write(plugin_dir, "plugins:\n  MODULE: {apiKey: k, providers: [a]}\n")
+    with pytest.raises(interrupt):
+        load_plugins(path, environ={})
+
+
+def test_an_apply_that_raises(plugin_dir: Path) -> None:
+    source = next(plugin_dir.glob("fake_plugin_*.py"))
+    source.write_text(PLUGIN.replace("CALLS.append(config)", "raise ValueError(f'no region {config.region}')"))
+    path = _write(plugin_dir, "plugins:\n  MODULE: {apiKey: k, providers: [a]}\n")
+    with pytest.raises(ConfigError) as excinfo:
+        load_plugins(path, environ={})
+    assert str(excinfo.value) == f"{path}: plugin 'fake-plugin': apply failed: ValueError: no region None"
+    assert isinstance(excinfo.value.__cause__, ValueError)
+
+
+def test_a_plugin_config_that_is_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "dsh.yml"
+    path.write_bytes(b"plugins:\n  \xff: {}\n")
+    with pytest.raises(ConfigError) as excinfo:
+        load_plugins(path, environ={})
+    assert str(excinfo.value) == f"plugin config {path} is not UTF-8 text: byte 0xff at offset 11; save it as UTF-8"
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "problem"),
+    [
+        ("plugins: [\n", "line 2, column 1", "expected the node content, but found '<stream end>'"),
+        ("plugins:\n  a: {b: 1\n  c: d: e\n", "line 3, column 4", "expected ',' or '}', but got ':'"),
+        ("plugins:\n  a\x01: {}\n", "line 2, column 4", "character #x0001: special characters are not allowed"),
+    ],
+)
+def test_invalid_yaml_names_the_file_line_and_column(tmp_path: Path, text: str, where: str, problem: str) -> None:
+    path = tmp_path / "dsh.yml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as excinfo:
+        load_plugins(path, environ={})
+    assert str(excinfo.value) == f"{path} is not valid YAML ({where}): {problem}"
 
 
 def test_missing_file(tmp_path: Path) -> None:
