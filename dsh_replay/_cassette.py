@@ -30,23 +30,17 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
+from typing import Any
 
 import yaml
 
 from ._exceptions import CassetteError
+from ._fields import FieldError
+from ._interaction import Interaction, RecordedError, as_bytes, headers_dict, interaction_from_dict
 from ._secrets import find_secrets
-
-if TYPE_CHECKING:
-    # vcr is imported where it is used: importing it at start-up would defeat
-    # pytest-recording's assertion rewriting of vcr.matchers (a warning, an
-    # error under filterwarnings=error) when both plugins are installed
-    from vcr.request import Request as VcrRequest
 
 __all__ = [
     "FORMAT_VERSION",
@@ -76,36 +70,6 @@ class RecordMode(str, Enum):
         except ValueError:
             valid = ", ".join(mode.value for mode in cls)
             raise CassetteError(f"unknown record mode {value!r}; valid modes: {valid}") from None
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedError:
-    """A stream that failed while recording: the exception kind and where it struck."""
-
-    kind: str
-    message: str
-    offset: int
-    at_ms: float
-
-
-@dataclass(slots=True, kw_only=True)
-class Interaction:
-    """One request and its (streamed) response."""
-
-    request: VcrRequest
-    status: int
-    reason: str
-    headers: list[tuple[str, str]]
-    body: bytes
-    fragments: list[tuple[float, int]] | None = None
-    complete: bool = True
-    error: RecordedError | None = None
-    played: bool = False
-
-    def fragment_sizes(self) -> list[int]:
-        if not self.fragments:
-            return [len(self.body)] if self.body else []
-        return [size for _, size in self.fragments]
 
 
 # -- YAML ----------------------------------------------------------------------
@@ -201,13 +165,6 @@ def _body_value(body: bytes, readable: bool) -> Any:
     return text if _round_trips(text) else body
 
 
-def _headers_dict(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for name, value in headers:
-        out.setdefault(name, []).append(value)
-    return out
-
-
 @dataclass(slots=True, kw_only=True)
 class Cassette:
     """A cassette in memory: metadata and interactions."""
@@ -262,8 +219,8 @@ class Cassette:
         if fmt > FORMAT_VERSION:
             raise bad(f"format {fmt} is newer than this dsh-replay understands ({FORMAT_VERSION}); upgrade dsh-replay")
         try:
-            interactions = [_interaction_from_dict(raw, f"interactions[{n}]") for n, raw in enumerate(data["interactions"])]
-        except _Malformed as exc:
+            interactions = [interaction_from_dict(raw, f"interactions[{n}]") for n, raw in enumerate(data["interactions"])]
+        except FieldError as exc:
             raise bad(str(exc)) from None
         return cls(path=path, interactions=interactions, metadata=metadata)
 
@@ -321,8 +278,8 @@ class Cassette:
         try:
             back = yaml.load(text, Loader=_Loader)
             return all(
-                _as_bytes(raw["response"]["body"]["string"]) == interaction.body
-                and _as_bytes(raw["request"].get("body")) == (interaction.request.body or b"")
+                as_bytes(raw["response"]["body"]["string"]) == interaction.body
+                and as_bytes(raw["request"].get("body")) == (interaction.request.body or b"")
                 for interaction, raw in zip(self.interactions, back["interactions"], strict=True)
             )
         except (yaml.YAMLError, KeyError, TypeError, ValueError):
@@ -404,7 +361,7 @@ def _interaction_to_dict(interaction: Interaction, readable: bool) -> dict[str, 
         request["body"] = _body_value(request["body"], readable)
     response: dict[str, Any] = {
         "status": {"code": interaction.status, "message": interaction.reason},
-        "headers": _headers_dict(interaction.headers),
+        "headers": headers_dict(interaction.headers),
         "body": {"string": _body_value(interaction.body, readable)},
     }
     extra: dict[str, Any] = {}
@@ -417,182 +374,3 @@ def _interaction_to_dict(interaction: Interaction, readable: bool) -> dict[str, 
     if extra:
         response["dsh_replay"] = extra
     return {"request": request, "response": response}
-
-
-def _as_bytes(value: Any) -> bytes:
-    if value is None:
-        return b""
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    raise TypeError(f"body must be a string, got {type(value).__name__}")
-
-
-# -- reading interactions --------------------------------------------------------
-#
-# Cassettes are edited by hand and written by other tools, so each field is
-# checked where it is read: a wrong one is reported by its path in the file
-# (``interactions[0].response.status.code``), never by the Python error it would
-# cause later, in matching or in a paced replay.
-
-_MISSING: Any = object()
-#: no recorded stream lasts a day: a later time is corrupt, and would make a paced replay sleep for ever
-_MAX_MS = 24 * 60 * 60 * 1000.0
-_BODY = "a string, !!binary bytes or null"
-_MS = f"a time in ms from 0 to {_MAX_MS:.0f}"
-
-
-class _Malformed(ValueError):
-    """A field with the wrong type or value; ``Cassette.from_dict`` names the file."""
-
-
-def _check(value: Any, where: str, what: str, ok: Callable[[Any], bool]) -> Any:
-    """``value`` if ``ok(value)``, else ``_Malformed``: "<where> must be <what>, got <value>"."""
-    if value is _MISSING or not ok(value):
-        got = "nothing (the field is missing)" if value is _MISSING else repr(value)
-        got = got if len(got) <= 80 else got[:77] + "..."
-        raise _Malformed(f"{where} must be {what}, got {got}")
-    return value
-
-
-def _field(
-    raw: Mapping[str, Any], key: str, where: str, what: str, ok: Callable[[Any], bool], default: Any = _MISSING
-) -> Any:
-    """``raw[key]`` checked by ``_check``; without a ``default`` the field is required."""
-    return _check(raw.get(key, default), f"{where}.{key}", what, ok)
-
-
-def _or_null(ok: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda value: value is None or ok(value)
-
-
-def _is_mapping(value: Any) -> bool:
-    return isinstance(value, Mapping)
-
-
-def _is_list(value: Any) -> bool:
-    return isinstance(value, list)
-
-
-def _is_name(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _is_body(value: Any) -> bool:
-    return value is None or isinstance(value, (str, bytes))
-
-
-def _is_int(value: Any, low: int, high: float = float("inf")) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-
-
-def _is_ms(value: Any) -> bool:
-    # the range test also refuses NaN and infinities
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= _MAX_MS
-
-
-def _is_fragment(value: Any) -> bool:
-    return isinstance(value, list) and len(value) == 2 and _is_ms(value[0]) and _is_int(value[1], 1)
-
-
-def _is_url(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        _ = urlparse(value).port  # vcrpy's matchers read it: a broken host or port raises
-    except ValueError:
-        return False
-    return True
-
-
-def _is_header_map(value: Any) -> bool:
-    return value is None or (isinstance(value, Mapping) and all(isinstance(name, str) for name in value))
-
-
-def _is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _headers(raw: Mapping[str, Any], where: str) -> list[tuple[str, str]]:
-    """The ``headers`` of a request or response: names to a string or a list of strings."""
-    headers = _field(raw, "headers", where, "a mapping of header names to lists of strings", _is_header_map, None)
-    pairs: list[tuple[str, str]] = []
-    for name, values in (headers or {}).items():
-        if isinstance(values, str):
-            values = [values]
-        pairs += ((name, v) for v in _check(values, f"{where}.headers.{name}", "a list of strings", _is_str_list))
-    return pairs
-
-
-def _request_from_dict(raw: Mapping[str, Any], where: str) -> VcrRequest:
-    from vcr.request import Request as VcrRequest
-
-    return VcrRequest(
-        _field(raw, "method", where, "an HTTP method such as POST", _is_name),
-        _field(raw, "uri", where, "a URL", _is_url),
-        _field(raw, "body", where, _BODY, _is_body, None),
-        _headers_dict(_headers(raw, where)),
-    )
-
-
-def _response_body(response: Mapping[str, Any], where: str) -> bytes:
-    """vcrpy's ``body: {string: ...}``, or a bare string as some tools write it."""
-    body = response.get("body")
-    if isinstance(body, Mapping):
-        return _as_bytes(_field(body, "string", f"{where}.body", _BODY, _is_body, None))
-    return _as_bytes(_check(body, f"{where}.body", f"a mapping with 'string', or {_BODY}", _is_body))
-
-
-def _fragments(extra: Mapping[str, Any], body: bytes, where: str) -> list[tuple[float, int]] | None:
-    raw = _field(extra, "fragments", where, "a list of [ms, bytes] pairs, or null", _or_null(_is_list), None)
-    if raw is None:
-        return None
-    what = f"an [ms since headers, bytes] pair: {_MS} and a positive integer byte count"
-    fragments = [
-        (float(ms), size)
-        for ms, size in (_check(item, f"{where}.fragments[{n}]", what, _is_fragment) for n, item in enumerate(raw))
-    ]
-    total = sum(size for _, size in fragments)
-    if total != len(body):
-        raise _Malformed(f"{where}.fragments add up to {total} bytes but the body has {len(body)}")
-    return fragments
-
-
-def _recorded_error(extra: Mapping[str, Any], where: str) -> RecordedError | None:
-    what = "a mapping with kind, message, offset and at_ms, or null"
-    raw = _field(extra, "error", where, what, _or_null(_is_mapping), None)
-    if raw is None:
-        return None
-    where = f"{where}.error"
-    return RecordedError(
-        kind=_field(raw, "kind", where, "an exception name such as ReadError", _is_name),
-        message=_field(raw, "message", where, "a string or null", _or_null(_is_text), "") or "",
-        # beyond the body's end is allowed: a body filter may have shortened the body
-        offset=_field(raw, "offset", where, "a byte offset (an integer >= 0)", lambda value: _is_int(value, 0)),
-        at_ms=float(_field(raw, "at_ms", where, _MS, _is_ms, 0.0)),
-    )
-
-
-def _interaction_from_dict(raw: Any, where: str) -> Interaction:
-    _check(raw, where, "a mapping with 'request' and 'response'", _is_mapping)
-    request = _request_from_dict(_field(raw, "request", where, "a mapping", _is_mapping), f"{where}.request")
-    response = _field(raw, "response", where, "a mapping", _is_mapping)
-    where = f"{where}.response"
-    status = _field(response, "status", where, "a mapping with 'code' and 'message'", _is_mapping)
-    extra = _field(response, "dsh_replay", where, "a mapping or null", _or_null(_is_mapping), None) or {}
-    body = _response_body(response, where)
-    return Interaction(
-        request=request,
-        status=_field(status, "code", f"{where}.status", "an integer HTTP status", lambda v: _is_int(v, 100, 599)),
-        reason=_field(status, "message", f"{where}.status", "a string or null", _or_null(_is_text), "") or "",
-        headers=_headers(response, where),
-        body=body,
-        fragments=_fragments(extra, body, f"{where}.dsh_replay"),
-        complete=_field(extra, "complete", f"{where}.dsh_replay", "true or false", lambda v: isinstance(v, bool), True),
-        error=_recorded_error(extra, f"{where}.dsh_replay"),
-    )

@@ -7,65 +7,30 @@ test function that made it.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._chunks import CallId, ReasoningBlock
 from ._exceptions import ConfigError
+from ._fields import (
+    FieldError,
+    check,
+    is_int,
+    is_list,
+    is_mapping,
+    is_name,
+    is_number,
+    is_text,
+    or_null,
+    read,
+    refuse_unknown,
+)
 
 __all__ = ["GenerateOptions", "Message", "MessageToolCall", "Role", "ToolDefinition"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 _ROLES = ("system", "user", "assistant", "tool")
-
-
-_MISSING: Any = object()
-
-
-class _Fields:
-    """Typed reads from one JSON object of the options, each error naming the field's path.
-
-    ``known`` lists the object's fields: any other is refused (with the closest
-    known name), since a misspelt ``temprature`` would otherwise be dropped unseen.
-    """
-
-    def __init__(self, data: object, path: str, known: Sequence[str]) -> None:
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{path} must be a JSON object, got {_shown(data)}")
-        for name in data:
-            if name not in known:
-                close = difflib.get_close_matches(str(name), known, n=1)
-                hint = f" (did you mean {close[0]}?)" if close else ""
-                raise ConfigError(f"{path} has an unknown field {name!r}{hint}; known: {', '.join(known)}")
-        self.data, self.path = data, path
-
-    def get(self, name: str, kind: type | tuple[type, ...], default: Any = _MISSING) -> Any:
-        """The field's value, of ``kind``; ``default`` when it is absent (or null, for a None default)."""
-        value = self.data.get(name, _MISSING)
-        if value is _MISSING or (value is None and default is None):
-            if default is _MISSING:
-                raise ConfigError(f"{self.path} needs the field {name!r}")
-            return default
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            wanted = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
-            raise ConfigError(f"{self.path}.{name} must be {wanted}, got {_shown(value)}")
-        return value
-
-    def each(self, name: str) -> list[tuple[object, str]]:
-        """The items of a list field (empty when absent), each with its path."""
-        items: list[object] = self.get(name, list, [])
-        return [(item, f"{self.path}.{name}[{position}]") for position, item in enumerate(items)]
-
-
-_KIND_NAMES = {str: "a string", int: "an integer", float: "a number", list: "a list", dict: "a JSON object"}
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,24 +94,21 @@ class Message:
     @classmethod
     def from_json(cls, data: object, path: str = "message") -> Message:
         """A message from its JSON; a malformed one raises ``ConfigError`` naming the field at ``path``."""
-        fields = _Fields(data, path, ("role", "content", "toolCalls", "callId", "name", "reasoning"))
-        calls = [_Fields(c, where, ("id", "name", "arguments")) for c, where in fields.each("toolCalls")]
-        reasoning = [_Fields(r, where, ("text", "signature")) for r, where in fields.each("reasoning")]
-        call_id = fields.get("callId", str, None)
-        values = {
-            "role": fields.get("role", str),
-            "content": fields.get("content", str, ""),
-            "tool_calls": tuple(
-                MessageToolCall(id=CallId(c.get("id", str)), name=c.get("name", str), arguments=c.get("arguments", str, "{}"))
-                for c in calls
-            ),
-            "call_id": CallId(call_id) if call_id is not None else None,
-            "name": fields.get("name", str, None),
-            "reasoning": tuple(ReasoningBlock(text=r.get("text", str), signature=r.get("signature", str, None)) for r in reasoning),
-        }
         try:
+            raw = _object(data, path, ("role", "content", "toolCalls", "callId", "name", "reasoning"))
+            call_id = read(raw, "callId", path, "a string or null", or_null(is_text), None)
+            values: dict[str, Any] = {
+                "role": read(raw, "role", path, f"one of {', '.join(_ROLES)}", lambda role: role in _ROLES),
+                "content": read(raw, "content", path, "a string", is_text, ""),
+                "tool_calls": tuple(_tool_call(c, where) for c, where in _items(raw, "toolCalls", path)),
+                "call_id": CallId(call_id) if call_id is not None else None,
+                "name": read(raw, "name", path, "a string or null", or_null(is_text), None),
+                "reasoning": tuple(_reasoning(r, where) for r, where in _items(raw, "reasoning", path)),
+            }
             return cls(**values)
-        except ConfigError as exc:  # the message's own rules (role, call id) name no field
+        except FieldError as exc:
+            raise ConfigError(str(exc)) from None
+        except ConfigError as exc:  # the message's own rules (a tool message's call id...) name no field
             raise ConfigError(f"{path}: {exc}") from None
 
 
@@ -164,12 +126,15 @@ class ToolDefinition:
     @classmethod
     def from_json(cls, data: object, path: str = "tool") -> ToolDefinition:
         """A tool from its JSON; a malformed one raises ``ConfigError`` naming the field at ``path``."""
-        fields = _Fields(data, path, ("name", "description", "parameters"))
-        return cls(
-            name=fields.get("name", str),
-            description=fields.get("description", str, ""),
-            parameters=fields.get("parameters", dict, {"type": "object", "properties": {}}),
-        )
+        try:
+            raw = _object(data, path, ("name", "description", "parameters"))
+            return cls(
+                name=read(raw, "name", path, "a non-empty string", is_name),
+                description=read(raw, "description", path, "a string", is_text, ""),
+                parameters=read(raw, "parameters", path, "a JSON object", is_mapping, {"type": "object", "properties": {}}),
+            )
+        except FieldError as exc:
+            raise ConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,15 +171,47 @@ class GenerateOptions:
     @classmethod
     def from_json(cls, data: object, path: str = "options") -> GenerateOptions:
         """Options from their JSON; a malformed document raises ``ConfigError`` naming the field."""
-        fields = _Fields(data, path, ("model", "messages", "tools", "temperature", "maxTokens", "extra"))
-        messages = [Message.from_json(m, where) for m, where in fields.each("messages")]
-        if not messages:
-            raise ConfigError(f"{path}.messages must hold at least one message")
-        return cls(
-            model=fields.get("model", str),
-            messages=messages,
-            tools=[ToolDefinition.from_json(t, where) for t, where in fields.each("tools")],
-            temperature=fields.get("temperature", (int, float), None),
-            max_tokens=fields.get("maxTokens", int, None),
-            extra=fields.get("extra", dict, {}),
-        )
+        try:
+            raw = _object(data, path, ("model", "messages", "tools", "temperature", "maxTokens", "extra"))
+            messages = [Message.from_json(m, where) for m, where in _items(raw, "messages", path)]
+            if not messages:
+                raise FieldError(f"{path}.messages must hold at least one message")
+            return cls(
+                model=read(raw, "model", path, "a non-empty string", is_name),
+                messages=messages,
+                tools=[ToolDefinition.from_json(t, where) for t, where in _items(raw, "tools", path)],
+                temperature=read(raw, "temperature", path, "a number or null", or_null(is_number), None),
+                max_tokens=read(raw, "maxTokens", path, "an integer >= 1 or null", or_null(lambda n: is_int(n, 1)), None),
+                extra=read(raw, "extra", path, "a JSON object", is_mapping, {}),
+            )
+        except FieldError as exc:
+            raise ConfigError(str(exc)) from None
+
+
+def _object(data: object, path: str, known: tuple[str, ...]) -> Mapping[str, Any]:
+    raw: Mapping[str, Any] = check(data, path, "a JSON object", is_mapping)
+    refuse_unknown(raw, path, known)
+    return raw
+
+
+def _items(raw: Mapping[str, Any], key: str, path: str) -> list[tuple[object, str]]:
+    """The items of a list field (none when it is absent), each with its path."""
+    items: list[object] = read(raw, key, path, "a list", is_list, [])
+    return [(item, f"{path}.{key}[{position}]") for position, item in enumerate(items)]
+
+
+def _tool_call(data: object, path: str) -> MessageToolCall:
+    raw = _object(data, path, ("id", "name", "arguments"))
+    return MessageToolCall(
+        id=CallId(read(raw, "id", path, "a non-empty string", is_name)),
+        name=read(raw, "name", path, "a non-empty string", is_name),
+        arguments=read(raw, "arguments", path, "a string (JSON text)", is_text, "{}"),
+    )
+
+
+def _reasoning(data: object, path: str) -> ReasoningBlock:
+    raw = _object(data, path, ("text", "signature"))
+    return ReasoningBlock(
+        text=read(raw, "text", path, "a string", is_text),
+        signature=read(raw, "signature", path, "a string or null", or_null(is_text), None),
+    )

@@ -114,8 +114,8 @@ def test_an_error_response_is_recorded_with_its_raised_golden(project: Path, opt
         (None, "options.json: cannot read (No such file or directory)"),
         ("{not json", "options.json: not valid JSON ("),
         ('{"messages": []}', "options.json: options.messages must hold at least one message"),
-        ('{"model": 5, "messages": "hi"}', "options.json: options.messages must be a list, got str 'hi'"),
-        ("[1]", "options.json: options must be a JSON object, got list [1]"),
+        ('{"model": 5, "messages": "hi"}', "options.json: options.messages must be a list, got 'hi'"),
+        ("[1]", "options.json: options must be a JSON object, got [1]"),
     ],
 )
 def test_bad_options_files_are_named(project: Path, monkeypatch: pytest.MonkeyPatch, content: str | None, message: str) -> None:

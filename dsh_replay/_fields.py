@@ -1,0 +1,89 @@
+"""Checked reads from parsed YAML/JSON documents: every error names the field's path.
+
+Cassettes and options files are edited by hand and written by other tools, so a
+field is checked where it is read. A wrong one is reported by its path in the
+document (``interactions[0].response.status.code``, ``options.messages[2].role``),
+never by the Python error it would cause later. The caller turns
+:class:`FieldError` into its own error, naming the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+__all__ = [
+    "MISSING",
+    "FieldError",
+    "check",
+    "is_int",
+    "is_list",
+    "is_mapping",
+    "is_name",
+    "is_number",
+    "is_text",
+    "or_null",
+    "read",
+    "refuse_unknown",
+]
+
+MISSING: Any = object()
+
+
+class FieldError(ValueError):
+    """A field with the wrong type or value: "<path> must be <what>, got <value>"."""
+
+
+def check(value: Any, where: str, what: str, ok: Callable[[Any], bool]) -> Any:
+    """``value`` if ``ok(value)``; else :class:`FieldError` saying what ``where`` must be."""
+    if value is MISSING or not ok(value):
+        got = "nothing (the field is missing)" if value is MISSING else repr(value)
+        got = got if len(got) <= 80 else got[:77] + "..."
+        raise FieldError(f"{where} must be {what}, got {got}")
+    return value
+
+
+def read(
+    raw: Mapping[str, Any], key: str, where: str, what: str, ok: Callable[[Any], bool], default: Any = MISSING
+) -> Any:
+    """``raw[key]`` checked by :func:`check`; without a ``default`` the field is required."""
+    return check(raw.get(key, default), f"{where}.{key}", what, ok)
+
+
+def refuse_unknown(raw: Mapping[str, Any], where: str, known: Collection[str]) -> None:
+    """A field ``raw`` does not know is an error: a misspelt one would be dropped unseen."""
+    for name in raw:
+        if name not in known:
+            close = difflib.get_close_matches(str(name), list(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise FieldError(f"{where} has an unknown field {name!r}{hint}; known: {', '.join(known)}")
+
+
+def or_null(ok: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or ok(value)
+
+
+def is_mapping(value: Any) -> bool:
+    return isinstance(value, Mapping)
+
+
+def is_list(value: Any) -> bool:
+    return isinstance(value, list)
+
+
+def is_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def is_int(value: Any, low: int = -(2**63), high: float = float("inf")) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def is_number(value: Any, low: float = float("-inf"), high: float = float("inf")) -> bool:
+    # the range test also refuses NaN
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
