@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -178,14 +179,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     """Run the command line; return the exit code."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    args = _parse(argv, out, err)
-    if isinstance(args, int):
-        return args
     try:
-        return _run(args, out, err)
+        args = _parse(argv, out, err)
+        code = args if isinstance(args, int) else _run(args, out, err)
+        out.flush()  # here, where a reader that went away is caught below, not at exit
+        return code
     except DshReplayError as exc:
         err.write(f"dsh-replay: error: {exc}\n")
         return 2
+    except BrokenPipeError:
+        # The reader went away (`dsh-replay show X | head`): stop quietly, with the
+        # status a SIGPIPE gives, and keep the interpreter's last flush from failing.
+        if out is sys.stdout:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:
         # a file the command reads or writes: say which, and why, without a traceback
         where = f"{exc.filename}: " if exc.filename else ""

@@ -78,3 +78,20 @@ def test_the_console_script_is_installed() -> None:
         pytest.skip("dsh-replay is not installed next to this interpreter")
     done = subprocess.run([str(script), "routes"], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and "openai " in done.stdout
+
+
+@pytest.mark.parametrize("command", [["routes"], ["validate", "--help"]])
+def test_a_reader_that_goes_away_ends_the_command_quietly(command: list[str]) -> None:
+    # stdout is a pipe whose reading end is already closed, as when `| head` has exited
+    script = (
+        "import os, sys\n"
+        "read, write = os.pipe()\n"
+        "os.close(read)\n"
+        "os.dup2(write, 1)\n"
+        "from dsh_replay._cli import main\n"
+        f"sys.exit(main({command!r}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.stderr == ""
+    # 141 as after a SIGPIPE; argparse swallows the write error of --help itself and exits 0
+    assert done.returncode == (0 if "--help" in command else 141)
