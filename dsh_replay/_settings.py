@@ -61,13 +61,23 @@ def add_options(parser: pytest.Parser, *, with_record_mode: bool) -> None:
         "for collection: cassettes)",
         default="",
     )
-    parser.addini("dsh_replay_collect", "turn every cassette with dsh_replay metadata into a test", type="bool", default=False)
+    parser.addini("dsh_replay_collect", "turn every cassette with dsh_replay metadata into a test (true/false)", default="false")
     parser.addini("dsh_replay_plugins", "a plugin YAML (cordis.yml shape) registering extra routes", default="")
 
 
 def ci_is_set() -> bool:
     """``CI`` set to anything but an empty/false-like value (CI services set ``CI=true``)."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _truth(text: str) -> bool:
+    """An ini flag, spelt as pytest spells its own boolean ini values."""
+    value = text.lower()
+    if value in ("true", "yes", "on", "1"):
+        return True
+    if value in ("false", "no", "off", "0", ""):
+        return False
+    raise ValueError(f"expected true or false (also yes/no, on/off, 1/0); got {text!r}")
 
 
 def _parse(parse: Callable[[str], T], value: str, where: str) -> T:
@@ -112,7 +122,7 @@ class Settings:
             fragmentation=fragmentation,
             speed=speed,
             cassette_dir=Path(os.path.normpath(root / cassette_dir)) if cassette_dir else None,
-            collect=bool(config.getini("dsh_replay_collect")),
+            collect=_parse(_truth, str(config.getini("dsh_replay_collect")).strip(), "ini dsh_replay_collect"),
             plugins=(root / plugins) if plugins else None,
             ci=ci_is_set(),
         )

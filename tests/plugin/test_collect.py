@@ -86,6 +86,25 @@ def test_collection_is_off_by_default(project: pytest.Pytester, cases: Path) -> 
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
+@pytest.mark.parametrize(("value", "collected"), [("true", 2), ("Yes", 2), ("1", 2), ("off", 0), ("FALSE", 0)])
+def test_the_collect_flag_takes_the_usual_spellings(project: pytest.Pytester, cases: Path, value: str, collected: int) -> None:
+    project.makeini(ini(f"dsh_replay_collect = {value}"))
+    result = project.runpytest()
+    if collected:
+        result.assert_outcomes(passed=collected)
+    else:
+        assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_a_bad_collect_flag_is_a_usage_error_naming_the_key(project: pytest.Pytester, cases: Path) -> None:
+    project.makeini(ini("dsh_replay_collect = maybe"))
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*dsh-replay: ini dsh_replay_collect: expected true or false (also yes/no, on/off, 1/0); got 'maybe'"]
+    )
+
+
 def test_only_cassettes_with_metadata_under_the_cassette_dir_are_collected(project: pytest.Pytester, cases: Path) -> None:
     (cases / "plain_vcr.yaml").write_text("interactions: []\nversion: 1\n")
     elsewhere = project.path / "elsewhere"
