@@ -340,6 +340,8 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
         raise ConfigError(f"{options_file}: cannot read ({exc.strerror or exc})") from None
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"{options_file}: not valid JSON ({exc})") from None
+    cassette = Path(out_path)
+    _check_target(cassette)
     variable = key_variable(route)
     key = os.environ.get(variable, "")
     table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
@@ -359,7 +361,6 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
         if not key and route not in _KEY_OPTIONAL:
             raise ConfigError(f"route {route!r} needs its key in the environment variable {variable}")
         adapter = factory(api_key=key, **({"base_url": base_url} if base_url else {}))
-    cassette = Path(out_path)
 
     async def go() -> Outcome:
         async with use_cassette(cassette, "rewrite", route=route, options=options) as session:
@@ -379,6 +380,20 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
     status, _ = judge_golden(cassette, outcome.golden_bytes(), update=True)
     out.write(f"recorded {cassette} ({len(outcome.chunks)} chunks); golden {golden_path_for(cassette)} {status}\n")
     return _verdict(outcome, out)
+
+
+def _check_target(cassette: Path) -> None:
+    """Refuse an ``--out`` that cannot take the cassette and its golden before the call is paid for."""
+    if cassette.suffix not in (".yaml", ".yml"):
+        raise ConfigError(f"--out {cassette}: name a .yaml file (check and collection look for *.yaml)")
+    for target in (cassette, golden_path_for(cassette)):
+        if target.is_dir():
+            raise ConfigError(f"--out {cassette}: {target} is a folder; remove it or choose another name")
+    folder = next(parent for parent in cassette.absolute().parents if parent.exists())
+    if not folder.is_dir():
+        raise ConfigError(f"--out {cassette}: {folder} is a file, so the cassette's folder cannot be made")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {cassette}: {folder} is not writable")
 
 
 def key_variable(route: str) -> str:

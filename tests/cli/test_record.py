@@ -170,3 +170,27 @@ def test_a_plugin_route_records_with_the_key_and_url_of_its_yaml(
         '{"type":"text-delta","index":0,"text":"Hi"}'
     )
     assert run("check", "--plugins", str(ACME / "dsh.yml"), "acme").code == 0
+
+
+@pytest.mark.parametrize(
+    ("out", "prepare", "message"),
+    [
+        ("new/hello", None, "--out new/hello: name a .yaml file"),
+        ("taken.yaml", "dir:taken.yaml", "--out taken.yaml: taken.yaml is a folder; remove it or choose another name"),
+        ("x.yaml", "dir:x.chunks.jsonl", "--out x.yaml: x.chunks.jsonl is a folder; remove it or choose another name"),
+        ("afile/x.yaml", "file:afile", "is a file, so the cassette's folder cannot be made"),
+    ],
+)
+def test_an_unusable_out_path_is_refused_before_the_call(
+    project: Path, options_file: str, emu: ProviderEmulator, out: str, prepare: str | None, message: str
+) -> None:
+    if prepare:
+        kind, name = prepare.split(":")
+        if kind == "dir":
+            (project / name).mkdir()
+        else:
+            (project / name).write_text("x", encoding="utf-8")
+    result = run(*record(emu.base_url, out=out))
+    assert result.code == 2
+    assert result.err.startswith("dsh-replay: error: ") and message in result.err
+    assert emu.requests == []  # nothing was paid for
