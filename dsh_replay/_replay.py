@@ -86,7 +86,7 @@ class CaseResult:
     fragments: int = 0
     #: one outcome per recorded call, in order
     outcomes: list[Outcome] = field(default_factory=list)
-    golden: str = ""  # "matched" | "written" | "updated" | "differs" | "missing" (the last judged)
+    golden: str = ""  # "matched" | "written" | "updated" | "differs" | "missing" | "unreadable" (the last judged)
     problem: str = ""
     #: the problem in a few words, for a table cell
     short: str = ""
@@ -199,6 +199,8 @@ def judge_golden(cassette: Path, actual: bytes, *, update: bool, call: int = 1, 
             atomic_write(golden, actual)
             return "written", ""
         return "missing", f"golden {golden} is missing; write it with --update-golden (dsh-replay check --update)"
+    except OSError as exc:  # a folder in its place, no permission...
+        return "unreadable", f"golden {golden} cannot be read ({exc.strerror or exc}); make it a readable file"
     if expected == actual:
         return "matched", ""
     if update:

@@ -31,6 +31,7 @@ _COUNTERS = (
     "goldens_updated",
     "goldens_differs",
     "goldens_missing",
+    "goldens_unreadable",
     "secrets_scrubbed",
 )
 
@@ -124,6 +125,8 @@ def _goldens_line(c: Counter[str]) -> str:
         line += f", {c['goldens_differs']} differing"
     if c["goldens_missing"]:
         line += f", {c['goldens_missing']} missing"
+    if c["goldens_unreadable"]:
+        line += f", {c['goldens_unreadable']} unreadable"
     return line
 
 

@@ -170,6 +170,17 @@ def test_a_folder_named_like_a_cassette_is_not_a_case(project: Path) -> None:
     assert "2 case(s)" in result.out and "skipped" not in result.out
 
 
+def test_a_golden_that_cannot_be_read_fails_its_case_only(project: Path) -> None:
+    golden = project / "cassettes" / "my-provider" / "greeting.chunks.jsonl"
+    golden.unlink()
+    golden.mkdir()
+    result = run("check", "cassettes")
+    assert result.code == 1
+    assert re.search(r"greeting\s+my-provider\s+3\s+6\s+1\s+FAIL", result.out), result.out
+    assert re.search(r"umlauts\s+my-provider\s+3\s+6\s+1\s+ok", result.out), result.out
+    assert f"golden {Path('cassettes/my-provider/greeting.chunks.jsonl')} cannot be read (Is a directory)" in result.out
+
+
 def test_missing_paths_and_empty_folders(project: Path) -> None:
     result = run("check", "nowhere")
     assert (result.code, result.out) == (2, "")

@@ -45,6 +45,19 @@ def test_missing_and_differing_goldens_fail_without_the_flag(project: pytest.Pyt
     assert not (recorded / "test_a.chunks.jsonl").exists()
 
 
+def test_a_golden_that_cannot_be_read_fails_its_test_with_the_reason(project: pytest.Pytester, recorded: Path) -> None:
+    golden = recorded / "test_a.chunks.jsonl"
+    golden.unlink()
+    golden.mkdir()
+    for flags in ((), ("--update-golden",)):
+        result = project.runpytest(*flags)
+        result.assert_outcomes(passed=3, failed=1)
+        result.stdout.fnmatch_lines(["*golden *test_a.chunks.jsonl cannot be read (Is a directory); make it a readable file"])
+        result.stdout.no_fnmatch_line("*Traceback*")
+        assert summary_line(result, "goldens:").endswith(", 1 unreadable")
+    assert golden.is_dir()
+
+
 def test_update_writes_missing_and_differing_goldens_and_counts_them(project: pytest.Pytester, recorded: Path) -> None:
     (recorded / "test_a.chunks.jsonl").unlink()
     (recorded / "test_b.chunks.jsonl").write_text('{"type":"finish","reason":{"kind":"stop"}}\n')
