@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import abc
+import contextlib
 import difflib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 
 from ._chunks import StreamChunk
 from ._exceptions import ConfigError
@@ -74,6 +75,16 @@ class LlmRegistry:
             )
         for route in routes:
             self._adapters[route] = adapter
+
+    @contextlib.contextmanager
+    def all_or_nothing(self) -> Iterator[None]:
+        """Routes bound inside the block stay bound only if the block finishes."""
+        before = dict(self._adapters)
+        try:
+            yield
+        except BaseException:
+            self._adapters = before
+            raise
 
     def resolve(self, route: str) -> LlmAdapter:
         """The adapter bound to ``route``; ``ConfigError`` listing the known routes otherwise."""

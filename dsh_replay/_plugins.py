@@ -301,9 +301,11 @@ def load_plugins(
             for entry, raw in entries.items()
             if not str(entry).startswith("~")
         ]
-        # every config is validated before any apply runs, so a bad entry changes nothing
-        for module, config, plugin in staged:
-            _apply(module, ctx, config, plugin)
+        # every config is validated before any apply runs, and an apply that fails
+        # takes back the routes bound before it: a bad entry changes nothing
+        with ctx.llm.all_or_nothing():
+            for module, config, plugin in staged:
+                _apply(module, ctx, config, plugin)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from exc.__cause__
     return ctx

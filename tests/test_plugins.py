@@ -259,6 +259,18 @@ def test_an_apply_that_raises(plugin_dir: Path) -> None:
     assert isinstance(excinfo.value.__cause__, ValueError)
 
 
+def test_a_failing_apply_takes_back_the_routes_bound_before_it(plugin_dir: Path) -> None:
+    # the second entry binds route 'a' again, which the registry refuses
+    path = _write(
+        plugin_dir, "plugins:\n  MODULE:one: {apiKey: k, providers: [a, b]}\n  MODULE:two: {apiKey: k, providers: [a]}\n"
+    )
+    registry = LlmRegistry()
+    load_plugins(EXAMPLES / "dsh.yml", registry=registry, environ={"MY_PROVIDER_API_KEY": "sk-test-abc"})
+    with pytest.raises(ConfigError, match="route 'a' is already registered"):
+        load_plugins(path, registry=registry, environ={})
+    assert registry.routes() == ["my-provider", "my-provider-backup"]
+
+
 def test_a_plugin_config_that_is_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "dsh.yml"
     path.write_bytes(b"plugins:\n  \xff: {}\n")
