@@ -38,12 +38,12 @@ class Fragmentation:
     def parse(cls, value: str | Fragmentation) -> Fragmentation:
         if isinstance(value, Fragmentation):
             return value
-        name, _, seed = str(value).partition(":")
-        if name in ("recorded", "single", "bytes") and not seed:
+        name, colon, seed = str(value).partition(":")
+        if name in ("recorded", "single", "bytes", "random") and not colon:
             return cls(name)  # type: ignore[arg-type]
-        if name == "random":
+        if name == "random" and colon:
             try:
-                return cls("random", int(seed) if seed else 0)
+                return cls("random", int(seed))
             except ValueError:
                 pass
         raise CassetteError(

@@ -89,7 +89,7 @@ def test_a_body_recorded_without_fragments_is_one_piece_at_time_zero() -> None:
     assert piece_plan(_interaction(fragments=None), Fragmentation.parse("recorded")) == [(35, 0.0)]
 
 
-@pytest.mark.parametrize("value", ["chunks", "random:x", "single:3", ""])
+@pytest.mark.parametrize("value", ["chunks", "random:x", "random:", "single:3", "recorded:", ""])
 def test_an_unknown_fragmentation_is_refused_with_the_valid_ones(value: str) -> None:
     with pytest.raises(CassetteError, match="valid: recorded, single, bytes, random"):
         Fragmentation.parse(value)
