@@ -16,7 +16,7 @@ import orjson
 from ._collection import has_metadata
 from ._exceptions import ConfigError, DshReplayError
 from ._golden import GOLDEN_SUFFIX
-from ._jsonl import BadLine, parse_golden_lines
+from ._jsonl import BadLine, Raised, parse_golden_lines
 from ._replay import CaseResult, replay_case
 from ._routes import RouteTable
 from ._validator import SequenceValidator, Violation
@@ -50,8 +50,13 @@ def validate_file(path: Path) -> FileReport:
         if raised is not None:
             found.append((number, Violation("P11", len(lines), "nothing may follow the 'raised' line")))
             continue
-        if isinstance(value, dict) and value.get("type") == "raised":
-            raised = str(value.get("error"))
+        try:
+            raised_line = Raised.from_line(value)
+        except ValueError as exc:
+            found.append((number, Violation("P1", len(lines), str(exc))))
+            continue
+        if raised_line is not None:
+            raised = raised_line.error
             continue
         lines.append(number)
         if isinstance(value, BadLine):

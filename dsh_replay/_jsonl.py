@@ -65,6 +65,19 @@ class Raised:
     def to_json(self) -> dict[str, Any]:
         return {"type": "raised", "error": self.error, "message": self.message}
 
+    @classmethod
+    def from_line(cls, value: object) -> Raised | None:
+        """The ``raised`` line ``value`` stands for; ``None`` for any other line.
+
+        A line of type ``raised`` without string ``error`` and ``message`` raises ``ValueError``.
+        """
+        if not (isinstance(value, dict) and value.get("type") == "raised"):
+            return None
+        error, message = value.get("error"), value.get("message")
+        if not isinstance(error, str) or not isinstance(message, str):
+            raise ValueError("a 'raised' line needs string fields 'error' and 'message'")
+        return cls(error=error, message=message)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Golden:
@@ -302,11 +315,12 @@ def _load(data_or_path: bytes | str | os.PathLike[str] | Any) -> tuple[Golden, s
             fail(number, f"nothing may follow the 'raised' line (line {raised_line})")
         if isinstance(value, BadLine):
             fail(number, value.reason)
-        if isinstance(value, dict) and value.get("type") == "raised":
-            error, message = value.get("error"), value.get("message")
-            if not isinstance(error, str) or not isinstance(message, str):
-                fail(number, "a 'raised' line needs string fields 'error' and 'message'")
-            raised, raised_line = Raised(error=error, message=message), number
+        try:
+            raised = Raised.from_line(value)
+        except ValueError as exc:
+            fail(number, str(exc))
+        if raised is not None:
+            raised_line = number
             continue
         try:
             chunks.append(chunk_from_json(value))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from .conftest import SEED_GOLDEN, run
 
 SEED = SEED_GOLDEN.read_text(encoding="utf-8").splitlines()
@@ -29,6 +31,14 @@ def test_nothing_may_follow_the_raised_line(tmp_path: Path) -> None:
     result = run("validate", str(golden))
     assert result.code == 1
     assert result.out == f"{golden}:4: P11 nothing may follow the 'raised' line\n"
+
+
+@pytest.mark.parametrize("line", ['{"type":"raised"}', '{"type":"raised","error":["x"],"message":"m"}'])
+def test_a_raised_line_without_its_string_fields_is_p1(tmp_path: Path, line: str) -> None:
+    golden = write(tmp_path / "bad.chunks.jsonl", *SEED[:2], line)
+    result = run("validate", str(golden))
+    assert result.code == 1
+    assert f"{golden}:3: P1 a 'raised' line needs string fields 'error' and 'message'\n" in result.out
 
 
 def test_only_the_broken_files_are_reported_in_order(tmp_path: Path) -> None:
