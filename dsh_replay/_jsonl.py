@@ -287,9 +287,18 @@ def parse_golden_lines(data: bytes) -> list[tuple[int, object]]:
         try:
             out.append((number, orjson.loads(line)))
         except orjson.JSONDecodeError as exc:
-            # orjson's own "line 1 column N" would contradict the file's line number
-            out.append((number, BadLine(f"not valid JSON ({exc.msg} at column {exc.colno})")))
+            out.append((number, BadLine(_why_not_json(line, exc))))
     return out
+
+
+def _why_not_json(line: bytes, exc: orjson.JSONDecodeError) -> str:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        # orjson says "str is not valid UTF-8: surrogates not allowed", which names neither
+        return f"not UTF-8 text (byte {line[bad.start]:#04x} at column {bad.start + 1}); save the file as UTF-8"
+    # orjson's own "line 1 column N" would contradict the file's line number
+    return f"not valid JSON ({exc.msg} at column {exc.colno})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -294,7 +294,7 @@ _GOOD = dump_jsonl(SEED[:4])  # 4 lines
         (_GOOD + b'{"type":"text-delta","ind\n' + _GOOD, 5, "not valid JSON (unexpected end of data"),
         (_GOOD + b"hello\n", 5, "not valid JSON"),
         (b"\xef\xbb\xbf" + _GOOD, 1, "not valid JSON"),  # a BOM
-        (_GOOD + b'{"text":"\xff"}\n', 5, "not valid JSON"),  # not UTF-8
+        (_GOOD + b'{"text":"\xff"}\n', 5, "not UTF-8 text (byte 0xff at column 10); save the file as UTF-8"),
         (_GOOD + b'{"type":"nope"}\n', 5, "not a chunk: unknown chunk type 'nope'"),
         (_GOOD + b"[1, 2]\n", 5, "not a chunk: a chunk must be a JSON object, got list"),
         (_GOOD + b"42\n", 5, "not a chunk"),
