@@ -49,6 +49,7 @@ __all__ = [
     "RecordMode",
     "RecordedError",
     "atomic_write",
+    "unwritable_reason",
 ]
 
 FORMAT_VERSION = 1
@@ -317,6 +318,21 @@ class Cassette:
         self.check_secrets()
         text = self.dumps()
         atomic_write(self.path, text.encode("utf-8"))
+
+
+def unwritable_reason(path: Path) -> str | None:
+    """Why a file cannot be written at ``path`` (its folders made as needed), or ``None``.
+
+    Asked before a recording starts, so that a call paid for is not lost at the end.
+    """
+    if path.is_dir():
+        return f"{path} is a folder"
+    folder = next(parent for parent in path.absolute().parents if parent.exists())
+    if not folder.is_dir():
+        return f"{folder} is a file, so the folder for {path.name} cannot be made"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
+    return None
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import orjson
 import yaml
 
-from ._cassette import Cassette, Interaction
+from ._cassette import Cassette, Interaction, unwritable_reason
 from ._chunks import Finish, FinishReason, Usage, UsageChunk
 from ._collect import collect
 from ._exceptions import CassetteError, ConfigError, DshReplayError
@@ -387,13 +387,8 @@ def _check_target(cassette: Path) -> None:
     if cassette.suffix not in (".yaml", ".yml"):
         raise ConfigError(f"--out {cassette}: name a .yaml file (check and collection look for *.yaml)")
     for target in (cassette, golden_path_for(cassette)):
-        if target.is_dir():
-            raise ConfigError(f"--out {cassette}: {target} is a folder; remove it or choose another name")
-    folder = next(parent for parent in cassette.absolute().parents if parent.exists())
-    if not folder.is_dir():
-        raise ConfigError(f"--out {cassette}: {folder} is a file, so the cassette's folder cannot be made")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(f"--out {cassette}: {folder} is not writable")
+        if reason := unwritable_reason(target):
+            raise ConfigError(f"--out {cassette}: {reason}; remove it or choose another name")
 
 
 def key_variable(route: str) -> str:

@@ -32,7 +32,7 @@ from ._cassette import Interaction, RecordedError
 from ._exceptions import CassetteError
 from ._pacing import Fault, Fragmentation, Pacing, Stop, clip, piece_plan, stop_for
 
-__all__ = ["Handler", "Recorder", "install", "recording_response", "replay_response", "uninstall"]
+__all__ = ["Handler", "Recorder", "active_handlers", "install", "recording_response", "replay_response", "uninstall"]
 
 
 # -- the handler protocol ------------------------------------------------------------
@@ -68,6 +68,11 @@ def install(handler: Handler) -> None:
             original = client_cls._transport_for_url
             _originals.append((client_cls, original))
             client_cls._transport_for_url = _patched(original, lib, is_async)
+
+
+def active_handlers() -> list[Handler]:
+    """The sessions active now, the innermost last."""
+    return list(_active)
 
 
 def uninstall(handler: Handler) -> None:

@@ -23,6 +23,7 @@ from typing import Literal
 
 from ._cassette import Interaction
 from ._exceptions import CassetteError
+from ._fields import is_int
 
 __all__ = ["MAX_SPEED", "Fault", "Fragmentation", "Pacing", "Stop", "clip", "parse_speed", "piece_plan", "stop_for"]
 
@@ -92,8 +93,12 @@ class Fault:
     def __post_init__(self) -> None:
         if self.kind not in ("truncate", "reset", "stall"):
             raise CassetteError(f"unknown fault {self.kind!r}; valid: truncate, reset, stall")
-        if self.at < 0:
-            raise CassetteError(f"a fault's byte offset must be >= 0, got {self.at}")
+        if not is_int(self.at, 0):
+            raise CassetteError(f"a fault's byte offset (at) must be an integer >= 0, got {self.at!r}")
+        if self.interaction is not None and not is_int(self.interaction, 0):
+            raise CassetteError(
+                f"a fault's interaction must be an interaction number (from 0) or None, got {self.interaction!r}"
+            )
 
 
 def piece_plan(interaction: Interaction, fragmentation: Fragmentation) -> list[tuple[int, float]]:

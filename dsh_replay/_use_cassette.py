@@ -32,10 +32,12 @@ from ._cassette import (
     Cassette,
     Interaction,
     RecordMode,
+    unwritable_reason,
 )
 from ._exceptions import CassetteError
 from ._intercept import (
     Recorder,
+    active_handlers,
     install,
     recording_response,
     replay_response,
@@ -58,6 +60,52 @@ def _vcr_request(request: Any, scrubber: Scrubber) -> tuple[Any, int]:
     return VcrRequest(request.method, uri, body, dict(headers)), scrubbed + count
 
 
+def _check_arguments(path: object, **named: object) -> None:
+    """Refuse arguments of the wrong kind here, not as an AttributeError deep in a replay."""
+    if not isinstance(path, (str, Path)) or not str(path):
+        raise CassetteError(f"use_cassette: path must be a file path (str or Path), got {path!r}")
+    kinds: dict[str, tuple[type, str]] = {
+        "route": (str, "a route name"),
+        "options": (GenerateOptions, "GenerateOptions"),
+        "scrubber": (Scrubber, "a Scrubber"),
+        "fault": (Fault, "a Fault"),
+    }
+    for name, (kind, what) in kinds.items():
+        value = named[name]
+        if value is not None and not isinstance(value, kind):
+            raise CassetteError(f"use_cassette: {name} must be {what} or None, got {value!r}")
+    matchers = named["matchers"]
+    if matchers is not None and (isinstance(matchers, (str, bytes)) or not all(callable(m) for m in matchers)):  # type: ignore[attr-defined]
+        raise CassetteError(
+            f"use_cassette: matchers must be a list of functions (request, recorded) -> bool, got {matchers!r}"
+        )
+
+
+def _check_fault_reaches(fault: Fault, cassette: Cassette) -> None:
+    """A fault that can never strike would pass as a tested error path: refuse it."""
+    count = len(cassette.interactions)
+    targets = range(count) if fault.interaction is None else [fault.interaction]
+    if fault.interaction is not None and fault.interaction >= count:
+        raise CassetteError(
+            f"fault targets interaction {fault.interaction} but cassette {cassette.path} has {count} "
+            f"(numbered from 0)", path=str(cassette.path),
+        )
+    # a reset or stall right after the last byte still strikes a client that reads
+    # to the end; a truncation there changes nothing
+    slack = 0 if fault.kind == "truncate" else 1
+    if all(fault.at >= len(cassette.interactions[n].body) + slack for n in targets):
+        sizes = ", ".join(str(len(cassette.interactions[n].body)) for n in targets)
+        raise CassetteError(
+            f"{fault.kind} fault at byte {fault.at} can never strike: the recorded bodies it targets in "
+            f"{cassette.path} have {sizes} bytes; choose an offset inside the body", path=str(cassette.path),
+        )
+
+
+def _sessions_using(path: Path) -> list[CassetteSession]:
+    resolved = path.resolve()
+    return [s for s in active_handlers() if isinstance(s, CassetteSession) and s.path.resolve() == resolved]
+
+
 class CassetteSession:
     """One cassette in use: what was played, what was recorded, what is left."""
 
@@ -74,6 +122,7 @@ class CassetteSession:
         matchers: Sequence[Matcher] | None = None,
         fault: Fault | None = None,
     ) -> None:
+        _check_arguments(path, route=route, options=options, scrubber=scrubber, matchers=matchers, fault=fault)
         self.path = Path(path)
         self.record_mode = RecordMode.parse(record_mode)
         self.route = route
@@ -103,6 +152,9 @@ class CassetteSession:
                 f"against the real provider: pytest --record-mode=once (or dsh-replay record ... --out {self.path})",
                 path=str(self.path),
             )
+        if mode is not RecordMode.NONE and (reason := unwritable_reason(self.path)):
+            # found now, not when the block ends with the recording paid for and lost
+            raise CassetteError(f"cassette {self.path} cannot be recorded: {reason}", path=str(self.path))
         if mode is RecordMode.REWRITE or not exists:
             self._can_replay = mode is RecordMode.NONE
             self._can_record = mode is not RecordMode.NONE
@@ -110,6 +162,8 @@ class CassetteSession:
         cassette = Cassette.load(self.path)
         self._can_replay = mode is not RecordMode.ALL
         self._can_record = mode in (RecordMode.NEW_EPISODES, RecordMode.ALL)
+        if self._can_replay and self.fault is not None:
+            _check_fault_reaches(self.fault, cassette)
         return cassette
 
     def _metadata(self) -> dict[str, Any]:
@@ -150,12 +204,19 @@ class CassetteSession:
         return self._record_async(request, inner, lib, wanted) if is_async else self._record_sync(request, inner, lib, wanted)
 
     def _matches(self, wanted: Any, interaction: Interaction) -> bool:
-        try:
-            for matcher in self.matchers:
+        for matcher in self.matchers:
+            try:
                 if matcher(wanted, interaction.request) is False:
                     return False
-        except AssertionError:
-            return False
+            except AssertionError:  # vcrpy's matchers say "no" by failing an assert
+                return False
+            except Exception as exc:
+                name = getattr(matcher, "__name__", repr(matcher))
+                raise CassetteError(
+                    f"cassette {self.path}: matcher {name} raised {type(exc).__name__}: {exc}; a matcher "
+                    "returns False (or fails an assert) when two requests differ",
+                    path=str(self.path),
+                ) from exc
         return True
 
     def _start_recording(self, response: Any, wanted: Any) -> Recorder:
@@ -241,14 +302,31 @@ class use_cassette:  # lower-case: it reads like vcrpy's vcr.use_cassette
             "scrubber": scrubber, "matchers": matchers, "fault": fault,
         }
         self.session: CassetteSession | None = None
+        self._active = False
 
     def __enter__(self) -> CassetteSession:
-        self.session = CassetteSession(*self._args, **self._kwargs)
-        install(self.session)
-        return self.session
+        if self._active:
+            raise CassetteError(
+                f"use_cassette({str(self._args[0])!r}) is already active: one use_cassette serves one block "
+                "at a time; make another for a nested block"
+            )
+        session = CassetteSession(*self._args, **self._kwargs)
+        taken = _sessions_using(session.path)
+        if taken:
+            # two sessions writing one file: the outer's write would replace the inner's recording
+            raise CassetteError(
+                f"cassette {session.path} is already in use by an enclosing use_cassette block; "
+                "give the nested block its own cassette",
+                path=str(session.path),
+            )
+        self.session, self._active = session, True
+        install(session)
+        return session
 
     def __exit__(self, *exc_info: object) -> None:
-        assert self.session is not None
+        if not self._active or self.session is None:
+            raise CassetteError("use_cassette: __exit__ without __enter__; use it as a with block")
+        self._active = False
         uninstall(self.session)
         if exc_info[0] is None or not isinstance(exc_info[1], CassetteError):
             self.session.close(failed=exc_info[0] is not None)

@@ -296,11 +296,44 @@ async def _aread(path: Path, fault: Fault | None, timeout: float = 5.0) -> tuple
     return received, None
 
 
-@pytest.mark.parametrize("at", [0, 10, 44, len(BODY) + 5])
+@pytest.mark.parametrize("at", [0, 10, 44, len(BODY) - 1])
 def test_fault_truncate_ends_cleanly_after_n_bytes(cassette: Path, at: int) -> None:
     received, error = _read(cassette, Fault("truncate", at=at))
     assert error is None
     assert received == BODY[:at]
+
+
+def test_a_reset_right_after_the_last_byte_strikes_a_reader_of_the_whole_body(cassette: Path) -> None:
+    received, error = _read(cassette, Fault("reset", at=len(BODY)))
+    assert type(error) is httpx.ReadError
+    assert received == BODY
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        (Fault("truncate", at=len(BODY)), f"truncate fault at byte {len(BODY)} can never strike: .* have {len(BODY)} bytes"),
+        (Fault("reset", at=10**9), f"reset fault at byte 1000000000 can never strike: .* have {len(BODY)} bytes"),
+        (Fault("stall", at=5, interaction=1), "fault targets interaction 1 but cassette .* has 1 \\(numbered from 0\\)"),
+    ],
+)
+def test_a_fault_that_can_never_strike_is_refused(cassette: Path, fault: Fault, message: str) -> None:
+    with pytest.raises(CassetteError, match=message):
+        use_cassette(cassette, fault=fault).__enter__()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"at": 1.5}, r"byte offset \(at\) must be an integer >= 0, got 1.5"),
+        ({"at": "5"}, r"byte offset \(at\) must be an integer >= 0, got '5'"),
+        ({"at": True}, r"byte offset \(at\) must be an integer >= 0, got True"),
+        ({"at": 3, "interaction": -1}, r"interaction must be an interaction number \(from 0\) or None, got -1"),
+    ],
+)
+def test_a_fault_of_the_wrong_shape_is_refused(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(CassetteError, match=message):
+        Fault("reset", **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("at", [0, 44])

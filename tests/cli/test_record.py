@@ -178,7 +178,7 @@ def test_a_plugin_route_records_with_the_key_and_url_of_its_yaml(
         ("new/hello", None, "--out new/hello: name a .yaml file"),
         ("taken.yaml", "dir:taken.yaml", "--out taken.yaml: taken.yaml is a folder; remove it or choose another name"),
         ("x.yaml", "dir:x.chunks.jsonl", "--out x.yaml: x.chunks.jsonl is a folder; remove it or choose another name"),
-        ("afile/x.yaml", "file:afile", "is a file, so the cassette's folder cannot be made"),
+        ("afile/x.yaml", "file:afile", "afile is a file, so the folder for x.yaml cannot be made"),
     ],
 )
 def test_an_unusable_out_path_is_refused_before_the_call(
