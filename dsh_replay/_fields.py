@@ -10,6 +10,7 @@ never by the Python error it would cause later. The caller turns
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "is_number",
     "is_text",
     "or_null",
+    "plain_json",
     "read",
     "refuse_unknown",
 ]
@@ -87,3 +89,29 @@ def is_int(value: Any, low: int = -(2**63), high: float = float("inf")) -> bool:
 def is_number(value: Any, low: float = float("-inf"), high: float = float("inf")) -> bool:
     # the range test also refuses NaN
     return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
+
+
+def plain_json(value: Any, where: str) -> Any:
+    """``value`` as plain JSON values: dict, list, str, int, float, bool, None.
+
+    Subclasses (a ``StrEnum`` model name, an ``IntEnum`` in a schema) become their
+    plain values, so that what is sent, stored in a cassette and dumped as YAML is
+    the same. Anything that is not JSON (a set, an object, NaN) is a
+    :class:`FieldError` naming where it is.
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__index__(value)
+    if isinstance(value, float):
+        check(value, where, "a finite number", math.isfinite)
+        return float(value)
+    if isinstance(value, Mapping):
+        for key in value:
+            check(key, f"{where} key", "a string", is_text)
+        return {str.__str__(key): plain_json(item, f"{where}.{key}") for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(item, f"{where}[{position}]") for position, item in enumerate(value)]
+    raise FieldError(f"{where} must be JSON (a string, number, true/false, null, list or object), got {value!r}")

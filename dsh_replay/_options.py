@@ -7,7 +7,8 @@ test function that made it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,6 +24,7 @@ from ._fields import (
     is_number,
     is_text,
     or_null,
+    plain_json,
     read,
     refuse_unknown,
 )
@@ -40,6 +42,12 @@ class MessageToolCall:
     id: CallId
     name: str
     arguments: str = "{}"
+
+    def __post_init__(self) -> None:
+        with _as_config_error():
+            _set(self, "id", check(self.id, "MessageToolCall.id", "a non-empty string", is_name))
+            _set(self, "name", check(self.name, "MessageToolCall.name", "a non-empty string", is_name))
+            _set(self, "arguments", check(self.arguments, "MessageToolCall.arguments", "a string (JSON text)", is_text))
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
@@ -72,9 +80,13 @@ class Message:
             raise ConfigError(f"only assistant messages carry tool_calls; got role {self.role!r}")
         if self.reasoning and self.role != "assistant":
             raise ConfigError(f"only assistant messages carry reasoning; got role {self.role!r}")
-        # accept any sequence from callers, store a tuple so the value stays hashable/frozen
-        object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
-        object.__setattr__(self, "reasoning", tuple(self.reasoning))
+        with _as_config_error():
+            _set(self, "content", check(self.content, "Message.content", "a string", is_text))
+            _set(self, "name", check(self.name, "Message.name", "a string or None", or_null(is_text)))
+            _set(self, "call_id", check(self.call_id, "Message.call_id", "a non-empty string or None", or_null(is_name)))
+            # any sequence from callers, stored as a tuple so the value stays hashable/frozen
+            _set(self, "tool_calls", _items_of(self.tool_calls, MessageToolCall, "Message.tool_calls"))
+            _set(self, "reasoning", _items_of(self.reasoning, ReasoningBlock, "Message.reasoning"))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -120,6 +132,13 @@ class ToolDefinition:
     description: str = ""
     parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
+    def __post_init__(self) -> None:
+        with _as_config_error():
+            _set(self, "name", check(self.name, "ToolDefinition.name", "a non-empty string", is_name))
+            _set(self, "description", check(self.description, "ToolDefinition.description", "a string", is_text))
+            parameters = check(self.parameters, "ToolDefinition.parameters", "a JSON-schema mapping", is_mapping)
+            _set(self, "parameters", plain_json(parameters, f"tool {self.name!r} parameters"))
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": dict(self.parameters)}
 
@@ -153,8 +172,22 @@ class GenerateOptions:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "messages", tuple(self.messages))
-        object.__setattr__(self, "tools", tuple(self.tools))
+        # Checked and made plain JSON here: the values are sent, stored in the
+        # cassette's metadata and dumped as YAML, where an enum or a NaN fails late.
+        with _as_config_error():
+            _set(self, "model", plain_json(check(self.model, "GenerateOptions.model", "a non-empty string", is_name), ""))
+            _set(self, "messages", _items_of(self.messages, Message, "GenerateOptions.messages"))
+            if not self.messages:
+                raise FieldError("GenerateOptions.messages must hold at least one message")
+            _set(self, "tools", _items_of(self.tools, ToolDefinition, "GenerateOptions.tools"))
+            temperature = check(self.temperature, "GenerateOptions.temperature", "a number >= 0 or None",
+                                or_null(lambda t: is_number(t, 0)))
+            _set(self, "temperature", plain_json(temperature, "GenerateOptions.temperature"))
+            max_tokens = check(self.max_tokens, "GenerateOptions.max_tokens", "an integer >= 1 or None",
+                               or_null(lambda n: is_int(n, 1)))
+            _set(self, "max_tokens", plain_json(max_tokens, "GenerateOptions.max_tokens"))
+            extra = check(self.extra, "GenerateOptions.extra", "a mapping of provider parameters", is_mapping)
+            _set(self, "extra", plain_json(extra, "GenerateOptions.extra"))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"model": self.model, "messages": [m.to_json() for m in self.messages]}
@@ -215,3 +248,24 @@ def _reasoning(data: object, path: str) -> ReasoningBlock:
         text=read(raw, "text", path, "a string", is_text),
         signature=read(raw, "signature", path, "a string or null", or_null(is_text), None),
     )
+
+
+def _set(instance: object, name: str, value: object) -> None:
+    object.__setattr__(instance, name, value)  # frozen: only __post_init__ normalises
+
+
+def _items_of(items: object, kind: type, where: str) -> tuple[Any, ...]:
+    """``items`` as a tuple of ``kind`` values; a string or a stray value is a FieldError."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+        raise FieldError(f"{where} must be a list of {kind.__name__}, got {items!r}"[:200])
+    for position, item in enumerate(items):
+        check(item, f"{where}[{position}]", f"a {kind.__name__}", lambda value: isinstance(value, kind))
+    return tuple(items)
+
+
+@contextlib.contextmanager
+def _as_config_error() -> Iterator[None]:
+    try:
+        yield
+    except FieldError as exc:
+        raise ConfigError(str(exc)) from None

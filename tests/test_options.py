@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+import enum
+import math
+from collections.abc import Callable
+
 import pytest
+import yaml
 
 from dsh_replay import (
     CallId,
@@ -93,3 +98,64 @@ def test_malformed_json_is_a_config_error_naming_the_field(data: object, message
 def test_null_optional_fields_mean_absent() -> None:
     options = GenerateOptions.from_json({"model": "m", "messages": [USER], "temperature": None, "maxTokens": None})
     assert (options.temperature, options.max_tokens) == (None, None)
+
+
+HI = Message(role="user", content="hi")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"model": None}, "GenerateOptions.model must be a non-empty string, got None"),
+        ({"model": ""}, "GenerateOptions.model must be a non-empty string, got ''"),
+        ({"messages": "hi"}, "GenerateOptions.messages must be a list of Message, got 'hi'"),
+        ({"messages": []}, "GenerateOptions.messages must hold at least one message"),
+        ({"messages": [{"role": "user"}]}, "GenerateOptions.messages[0] must be a Message, got {'role': 'user'}"),
+        ({"tools": [{"name": "f"}]}, "GenerateOptions.tools[0] must be a ToolDefinition, got {'name': 'f'}"),
+        ({"temperature": math.nan}, "GenerateOptions.temperature must be a number >= 0 or None, got nan"),
+        ({"temperature": "hot"}, "GenerateOptions.temperature must be a number >= 0 or None, got 'hot'"),
+        ({"max_tokens": -5}, "GenerateOptions.max_tokens must be an integer >= 1 or None, got -5"),
+        ({"max_tokens": True}, "GenerateOptions.max_tokens must be an integer >= 1 or None, got True"),
+        ({"extra": [1]}, "GenerateOptions.extra must be a mapping of provider parameters, got [1]"),
+        ({"extra": {"seed": {1, 2}}}, "GenerateOptions.extra.seed must be JSON (a string, number, true/false, null, list or object), got {1, 2}"),
+        ({"extra": {"top_p": math.inf}}, "GenerateOptions.extra.top_p must be a finite number, got inf"),
+        ({"extra": {1: "x"}}, "GenerateOptions.extra key must be a string, got 1"),
+    ],
+)
+def test_options_of_the_wrong_kind_are_refused_naming_the_field(kwargs: dict[str, object], message: str) -> None:
+    arguments: dict[str, object] = {"model": "m", "messages": [HI], **kwargs}
+    with pytest.raises(ConfigError) as caught:
+        GenerateOptions(**arguments)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+
+
+def test_enums_and_other_subclasses_become_plain_values_that_a_cassette_can_store() -> None:
+    class Model(enum.StrEnum):
+        MINI = "gpt-4o-mini"
+
+    class Effort(enum.IntEnum):
+        HIGH = 3
+
+    tool = ToolDefinition(name="f", parameters={"type": "object", "properties": {"n": {"maximum": Effort.HIGH}}})
+    options = GenerateOptions(model=Model.MINI, messages=[HI], tools=[tool], extra={"effort": Effort.HIGH, "tags": ("a",)})
+    assert type(options.model) is str and options.model == "gpt-4o-mini"
+    assert options.extra == {"effort": 3, "tags": ["a"]} and type(options.extra["effort"]) is int
+    assert type(options.tools[0].parameters["properties"]["n"]["maximum"]) is int
+    assert yaml.safe_dump(options.to_json())  # the cassette's metadata can hold them
+    assert GenerateOptions.from_json(options.to_json()) == options
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Message(role="user", content=5), "Message.content must be a string, got 5"),
+        (lambda: Message(role="assistant", tool_calls="x"), "Message.tool_calls must be a list of MessageToolCall, got 'x'"),
+        (lambda: MessageToolCall(id=CallId(""), name="f"), "MessageToolCall.id must be a non-empty string, got ''"),
+        (lambda: ToolDefinition(name="f", parameters=None), "ToolDefinition.parameters must be a JSON-schema mapping, got None"),
+        (lambda: ToolDefinition(name="f", parameters={"x": object}), "tool 'f' parameters.x must be JSON"),
+    ],
+)
+def test_messages_and_tools_of_the_wrong_kind_are_refused(build: Callable[[], object], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        build()
+    assert str(caught.value).startswith(message)
