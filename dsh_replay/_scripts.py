@@ -2,18 +2,22 @@
 into fragments, and the requests and exchanges it recorded.
 
 Values only (no sockets): :mod:`dsh_replay.testing` serves them over HTTP and
-re-exports every public name here.
+re-exports every name in ``__all__``. The values check their arguments when
+built, and the ``check_*`` helpers check the emulator's own, so that a bad script
+fails where it is written rather than in the server thread.
 """
 
 from __future__ import annotations
 
 import itertools
 import json as _json
+import math
 import random
+import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeGuard, get_args
 
 __all__ = [
     "End",
@@ -28,11 +32,137 @@ __all__ = [
 End = Literal["close", "truncate", "reset", "stall"]
 
 
+# -- argument checks ----------------------------------------------------------
+# A bad script must fail where it is written, naming the argument: once the server
+# thread plays it, the client sees only a dropped connection or a truncated body.
+# A wrong type raises TypeError, a wrong value ValueError.
+
+#: The methods the emulator answers; ``ProviderEmulator.add`` refuses others.
+METHODS = ("DELETE", "GET", "PATCH", "POST", "PUT")
+_ENDS: tuple[str, ...] = get_args(End)
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110 token)
+
+
+def _got(value: object) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_int(name: str, value: object, low: int | None = None, high: int | None = None) -> int:
+    """*value* if it is an int (not a bool) from *low* to *high*; else a ``TypeError``/``ValueError``."""
+    if high is not None:
+        wanted = f"an int from {low} to {high}"
+    else:
+        wanted = "an int" if low is None else "a positive int" if low == 1 else f"an int >= {low}"
+    if not _is_int(value):
+        raise TypeError(f"{name} must be {wanted}, got {_got(value)}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+    return value
+
+
+def check_seconds(name: str, value: object) -> float:
+    """*value* as a float if it is a finite number of seconds >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, got {_got(value)}")
+    if not 0 <= value < math.inf:  # also refuses NaN
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def check_bytes(name: str, value: object) -> bytes:
+    """*value* as ``bytes`` if it is bytes-like."""
+    if not isinstance(value, _BYTES_LIKE):
+        hint = "; encode the text first" if isinstance(value, str) else ""
+        raise TypeError(f"{name} must be bytes, got {_got(value)}{hint}")
+    return bytes(value)
+
+
+def _items(name: str, value: object, of: str) -> tuple[object, ...]:
+    # A str or bytes is a sequence too, of the wrong things: refuse it whole.
+    if isinstance(value, (str, *_BYTES_LIKE)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a sequence of {of}, got {_got(value)}")
+    return tuple(value)
+
+
+def _size_cycle(name: str, sizes: object) -> list[int]:
+    if _is_int(sizes):
+        return [check_int(name, sizes, 1)]
+    items = _items(name, sizes, "positive ints")
+    cycle = [check_int(f"{name}[{i}]", size, 1) for i, size in enumerate(items)]
+    if not cycle:
+        raise ValueError(
+            f"{name} must be a positive int or a non-empty sequence of them, got {sizes!r}"
+        )
+    return cycle
+
+
+def _fragments(value: object) -> tuple[bytes, ...]:
+    items = _items("fragments", value, "bytes")
+    return tuple(check_bytes(f"fragments[{i}]", item) for i, item in enumerate(items))
+
+
+def _delays(value: object) -> tuple[float, ...]:
+    items = _items("delays", value, "numbers of seconds")
+    return tuple(check_seconds(f"delays[{i}]", item) for i, item in enumerate(items))
+
+
+def _headers(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"headers must be a mapping of str to str, got {_got(value)}")
+    for name, text in value.items():
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise TypeError(f"headers must map str to str, got {name!r}: {_got(text)}")
+        if not _TOKEN.fullmatch(name):
+            raise ValueError(
+                f"header names must be HTTP tokens (no ':', space, CR or LF), got {name!r}"
+            )
+        if "\r" in text or "\n" in text:
+            raise ValueError(f"headers[{name!r}] must not contain CR or LF, got {text!r}")
+    return dict(value)
+
+
+def check_route(method: object, path: object) -> tuple[str, str]:
+    """The ``(METHOD, path)`` key of a script for ``ProviderEmulator.add``."""
+    if not isinstance(method, str) or method.upper() not in METHODS:
+        error = ValueError if isinstance(method, str) else TypeError
+        raise error(f"method must be one of {', '.join(METHODS)}, got {_got(method)}")
+    route_path = check_path(path)
+    if not route_path.startswith("/"):
+        raise ValueError(f"path must start with '/', got {route_path!r}")
+    if "?" in route_path:
+        raise ValueError(f"routes match the path only; drop the query from {route_path!r}")
+    return method.upper(), route_path
+
+
+def check_path(path: object) -> str:
+    """*path* if it is a str."""
+    if not isinstance(path, str):
+        raise TypeError(f"path must be a str such as '/v1/chat/completions', got {_got(path)}")
+    return path
+
+
+def check_responses(responses: tuple[object, ...]) -> None:
+    """The responses given to ``ProviderEmulator.add``: at least one, each a ScriptedResponse."""
+    if not responses:
+        raise ValueError("add() needs at least one ScriptedResponse")
+    for index, response in enumerate(responses):
+        if not isinstance(response, ScriptedResponse):
+            unpack = isinstance(response, (list, tuple))
+            hint = "; unpack a list: add(method, path, *responses)" if unpack else ""
+            raise TypeError(
+                f"responses[{index}] must be a ScriptedResponse, got {_got(response)}{hint}"
+            )
+
+
 def split_by_sizes(body: bytes, sizes: int | Sequence[int]) -> list[bytes]:
     """Cut *body* into pieces of the given sizes; a sequence is cycled, an int repeated."""
-    cycle = [sizes] if isinstance(sizes, int) else list(sizes)
-    if not cycle or any(size <= 0 for size in cycle):
-        raise ValueError(f"fragment sizes must be positive, got {sizes!r}")
+    body = check_bytes("body", body)
+    cycle = _size_cycle("sizes", sizes)
     pieces: list[bytes] = []
     position = 0
     while position < len(body):
@@ -51,8 +181,9 @@ def random_fragments(body: bytes, *, seed: int, max_size: int = 32) -> list[byte
     when the body has any; random cuts keep every piece at most *max_size* bytes.
     The same seed always gives the same pieces.
     """
-    if max_size <= 0:
-        raise ValueError(f"max_size must be positive, got {max_size}")
+    body = check_bytes("body", body)
+    check_int("seed", seed)
+    check_int("max_size", max_size, 1)
     rng = random.Random(seed)
     line_ends = [i for i in range(1, len(body)) if body[i - 1] in b"\r\n" and body[i] in b"\r\n"]
     inside_chars = [i for i in range(1, len(body)) if body[i] & 0xC0 == 0x80]
@@ -86,6 +217,8 @@ class ScriptedResponse:
     ``delay``. With ``chunked`` (the default) the body uses HTTP chunked
     encoding, one chunk per fragment; otherwise a ``Content-Length`` of the
     whole body is sent. ``end`` says what happens after the last fragment.
+    ``status`` is an int from 100 to 599, delays finite and >= 0, and header
+    names and values free of CR and LF; anything else is refused when built.
     """
 
     status: int = 200
@@ -97,18 +230,16 @@ class ScriptedResponse:
     chunked: bool = True
 
     def __post_init__(self) -> None:
-        if self.end not in ("close", "truncate", "reset", "stall"):
-            raise ValueError(
-                f"end must be 'close', 'truncate', 'reset' or 'stall', got {self.end!r}"
-            )
-        if not 100 <= self.status <= 999:
-            raise ValueError(f"status must be a 3-digit HTTP status, got {self.status}")
-        if self.delay < 0 or any(d < 0 for d in self.delays):
-            raise ValueError("delays must not be negative")
+        if self.end not in _ENDS:
+            raise ValueError(f"end must be one of {', '.join(map(repr, _ENDS))}, got {self.end!r}")
+        if not isinstance(self.chunked, bool):
+            raise TypeError(f"chunked must be True or False, got {_got(self.chunked)}")
+        check_int("status", self.status, 100, 599)
+        check_seconds("delay", self.delay)
         # Tuples, so that a script cannot be changed behind the server's back.
-        object.__setattr__(self, "fragments", tuple(self.fragments))
-        object.__setattr__(self, "delays", tuple(self.delays))
-        object.__setattr__(self, "headers", dict(self.headers))
+        object.__setattr__(self, "fragments", _fragments(self.fragments))
+        object.__setattr__(self, "delays", _delays(self.delays))
+        object.__setattr__(self, "headers", _headers(self.headers))
 
     def pause_before(self, index: int) -> float:
         """Seconds to wait before writing fragment *index*."""
@@ -133,8 +264,11 @@ class ScriptedResponse:
         By default each SSE event (or NDJSON line) is one fragment, as providers
         flush them; ``fragment_sizes`` cuts by byte counts instead (cycled).
         """
+        body = check_bytes("body", body)
         fragments = (
-            _split_events(body) if fragment_sizes is None else split_by_sizes(body, fragment_sizes)
+            _split_events(body)
+            if fragment_sizes is None
+            else split_by_sizes(body, _size_cycle("fragment_sizes", fragment_sizes))
         )
         return cls(
             status=status,

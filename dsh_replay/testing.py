@@ -71,6 +71,11 @@ from ._scripts import (
     Exchange,
     RecordedRequest,
     ScriptedResponse,
+    check_int,
+    check_path,
+    check_responses,
+    check_route,
+    check_seconds,
     random_fragments,
     split_by_sizes,
 )
@@ -163,6 +168,7 @@ class ProviderEmulator:
 
     def url(self, path: str) -> str:
         """The absolute URL of *path* on this emulator."""
+        path = check_path(path)
         return self.base_url + (path if path.startswith("/") else "/" + path)
 
     # -- scripting -----------------------------------------------------------
@@ -170,14 +176,13 @@ class ProviderEmulator:
     def add(self, method: str, path: str, *responses: ScriptedResponse) -> None:
         """Queue *responses* for ``method path``; the last one repeats for later requests.
 
-        Calling ``add`` again for the same route appends to its queue.
+        Calling ``add`` again for the same route appends to its queue. *method* is
+        DELETE, GET, PATCH, POST or PUT (any case); *path* starts with ``/`` and has no query.
         """
-        if not responses:
-            raise ValueError("add() needs at least one ScriptedResponse")
-        if "?" in path:
-            raise ValueError(f"routes match the path only; drop the query from {path!r}")
+        route = check_route(method, path)
+        check_responses(responses)
         with self._lock:
-            self._scripts.setdefault((method.upper(), path), deque()).extend(responses)
+            self._scripts.setdefault(route, deque()).extend(responses)
 
     def _next_response(self, method: str, path: str) -> tuple[ScriptedResponse, bool]:
         # Called with self._lock held.
@@ -207,6 +212,8 @@ class ProviderEmulator:
 
     def wait_for_requests(self, count: int, timeout: float = 5.0) -> list[RecordedRequest]:
         """Wait until at least *count* requests arrived; raise ``TimeoutError`` if not."""
+        check_int("count", count, 0)
+        check_seconds("timeout", timeout)
         deadline = time.monotonic() + timeout
         while len(self.exchanges) < count:
             if time.monotonic() > deadline:
@@ -279,6 +286,7 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             exchange.done.set()
 
+    # One per name in _scripts.METHODS: add() refuses the others (a test checks they agree).
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
     def _read_body(self) -> bytes:

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
+from dsh_replay._scripts import METHODS
 from dsh_replay.testing import (
     ProviderEmulator,
     ScriptedResponse,
+    _Handler,
     random_fragments,
     split_by_sizes,
 )
@@ -210,6 +215,90 @@ def test_wait_for_requests_times_out(emu: ProviderEmulator) -> None:
     with pytest.raises(TimeoutError, match="expected 1 request"):
         emu.wait_for_requests(1, timeout=0.1)
     assert time.monotonic() - started < 1.0
+
+
+def _raised_at_once(call: Callable[[], object]) -> BaseException | None:
+    """What *call* raised, run in a thread so that a hang fails the test instead of stalling it."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(1.0)
+    assert not thread.is_alive(), "the call hangs instead of refusing its arguments"
+    return raised[0] if raised else None
+
+
+@pytest.mark.parametrize(
+    ("count", "timeout", "error", "message"),
+    [
+        (100, math.nan, ValueError, r"timeout must be a finite number of seconds >= 0, got nan"),
+        (100, math.inf, ValueError, r"timeout must be a finite number of seconds >= 0, got inf"),
+        (1, -1, ValueError, r"timeout must be a finite number of seconds >= 0, got -1"),
+        (1, "1", TypeError, r"timeout must be a number of seconds, got '1' \(str\)"),
+        ("1", 0.1, TypeError, r"count must be an int >= 0, got '1' \(str\)"),
+        (1.5, 0.1, TypeError, r"count must be an int >= 0, got 1.5 \(float\)"),
+        (-1, 0.1, ValueError, r"count must be an int >= 0, got -1"),
+    ],
+)
+def test_wait_for_requests_refuses_bad_arguments_at_once(
+    emu: ProviderEmulator, count: Any, timeout: Any, error: type[Exception], message: str
+) -> None:
+    started = time.monotonic()
+    raised = _raised_at_once(lambda: emu.wait_for_requests(count, timeout=timeout))
+    assert time.monotonic() - started < 0.5
+    assert type(raised) is error
+    with pytest.raises(error, match=message):
+        raise raised
+
+
+BAD_ROUTES = [
+    (("GET", "/y", "hello"), TypeError, r"responses\[0\] must be a ScriptedResponse, got 'hello' \(str\)"),
+    (("GET", "/y", {"status": 200}), TypeError, r"responses\[0\] must be a ScriptedResponse, got \{"),
+    (("GET", "/y", ScriptedResponse(), None), TypeError, r"responses\[1\] must be a ScriptedResponse"),
+    (("GET", "/y", [ScriptedResponse()]), TypeError, r"unpack a list: add\(method, path, \*responses\)"),
+    ((None, "/y", ScriptedResponse()), TypeError, r"method must be one of DELETE, GET, PATCH, POST, PUT, got None"),
+    (("", "/y", ScriptedResponse()), ValueError, r"method must be one of DELETE, GET, PATCH, POST, PUT, got ''"),
+    (("HEAD", "/y", ScriptedResponse()), ValueError, r"method must be one of .*, got 'HEAD'"),
+    (("GET", "noslash", ScriptedResponse()), ValueError, r"path must start with '/', got 'noslash'"),
+    (("GET", "", ScriptedResponse()), ValueError, r"path must start with '/', got ''"),
+    (("GET", b"/y", ScriptedResponse()), TypeError, r"path must be a str such as '/v1/chat/completions', got b'/y'"),
+]
+
+
+def _route_id(args: tuple[Any, ...]) -> str:
+    return " ".join("<response>" if isinstance(a, ScriptedResponse) else repr(a) for a in args)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "message"), BAD_ROUTES, ids=[_route_id(row[0]) for row in BAD_ROUTES]
+)
+def test_add_refuses_what_could_never_be_served(
+    emu: ProviderEmulator, args: tuple[Any, ...], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message) as raised:
+        emu.add(*args)
+    assert type(raised.value) is error
+    with httpx.Client() as client:
+        assert client.get(emu.url("/y")).status_code == 501  # nothing was queued
+
+
+def test_add_takes_any_case_of_the_served_methods(emu: ProviderEmulator) -> None:
+    served = {name.removeprefix("do_") for name in dir(_Handler) if name.startswith("do_")}
+    assert served == set(METHODS)
+    emu.add("patch", "/p", ScriptedResponse.json("ok"))
+    with httpx.Client() as client:
+        assert client.patch(emu.url("/p")).json() == "ok"
+
+
+def test_url_refuses_a_path_that_is_not_a_str(emu: ProviderEmulator) -> None:
+    with pytest.raises(TypeError, match=r"path must be a str such as '/v1/chat/completions', got 5 \(int\)"):
+        emu.url(5)  # type: ignore[arg-type]
 
 
 def test_base_url_needs_a_running_emulator() -> None:
