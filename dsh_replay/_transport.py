@@ -44,7 +44,9 @@ import asyncio
 import contextlib
 import functools
 import itertools
+import math
 import random
+import reprlib
 import ssl
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -69,6 +71,8 @@ __all__ = [
     "Decoder",
     "RetryPolicy",
     "StreamRequest",
+    "check_seconds",
+    "short_repr",
     "stream_events",
 ]
 
@@ -81,6 +85,56 @@ _CREDENTIAL_PARAMS = frozenset({"key", "api_key", "apikey", "access_token"})
 
 # Quota exhaustion arrives as a 429 but waiting will not refill it.
 _NOT_RETRYABLE_CODES = frozenset({"insufficient_quota"})
+
+# A retry pause rides out a blip or a rate-limit window. A policy that may sleep
+# longer than a day inside one call is a hang, not a backoff (and 8e6 typed for
+# 8.0 should fail when it is written, not when the first 503 arrives).
+_MAX_RETRY_DELAY = 24 * 3600.0
+
+# 2.0**1024 overflows a float (OverflowError on retry 1024 of a long policy). Past
+# 2**1000 the backoff ceiling is max_delay for any base_delay, so stop growing there.
+_MAX_BACKOFF_EXPONENT = 1000
+
+# Error messages echo a bad value, but a 400-digit int or a pasted document should
+# not fill the terminal; URLs are long, so strings get more room than reprlib's 30.
+_REPR = reprlib.Repr()
+_REPR.maxstring = 120
+_REPR.maxlong = 40
+_REPR.maxother = 80
+
+
+def short_repr(value: object) -> str:
+    """``repr(value)`` cut to a length that fits in an error message."""
+    return _REPR.repr(value)
+
+
+def _finite(value: object) -> float | None:
+    """*value* as a finite float, or ``None`` if it is not a finite real number (bools excluded)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float range
+        return None
+    return number if math.isfinite(number) else None
+
+
+def check_seconds(
+    owner: str, name: str, value: object, *, allow_zero: bool, at_most: float = math.inf
+) -> None:
+    """Raise :class:`ConfigError` unless *value* is a finite number of seconds in range.
+
+    Checked where the value is given: NaN or infinity reach ``min()`` and
+    ``sleep()`` unnoticed and hang the first retry or read instead of failing.
+    """
+    number = _finite(value)
+    if number is None or number < 0 or (number == 0 and not allow_zero) or number > at_most:
+        bounds = ">= 0" if allow_zero else "> 0"
+        bounds += f" and <= {at_most:g}" if at_most < math.inf else ""
+        raise ConfigError(
+            f"{owner}: {name} must be a finite number of seconds {bounds}, got {short_repr(value)}"
+        )
+
 
 class Decoder(Protocol[_EventT_co]):
     """A sans-I/O body decoder: ``SSEDecoder``, ``NDJSONDecoder`` or any look-alike."""
@@ -103,8 +157,13 @@ class RetryPolicy:
     max_delay: float = 8.0
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0 or self.base_delay < 0 or self.max_delay < 0:
-            raise ConfigError(f"RetryPolicy values must not be negative: {self}")
+        # ``attempt >= nan`` is never true and inf is never reached: both retry forever.
+        count = self.max_retries
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ConfigError(f"RetryPolicy: max_retries must be an int >= 0, got {short_repr(count)}")
+        for name in ("base_delay", "max_delay"):
+            value = getattr(self, name)
+            check_seconds("RetryPolicy", name, value, allow_zero=True, at_most=_MAX_RETRY_DELAY)
 
     def delay(
         self, attempt: int, retry_after: float | None = None, *, jitter: float | None = None
@@ -121,7 +180,7 @@ class RetryPolicy:
             return None
         if retry_after is not None:
             return retry_after if retry_after <= self.max_delay else None
-        ceiling = min(self.max_delay, self.base_delay * 2.0**attempt)
+        ceiling = min(self.max_delay, self.base_delay * 2.0 ** min(attempt, _MAX_BACKOFF_EXPONENT))
         return ceiling * (random.random() if jitter is None else jitter)
 
 

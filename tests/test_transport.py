@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -901,3 +902,50 @@ def test_retry_policy_backoff() -> None:
     assert len(draws) > 1  # jittered
     with pytest.raises(ConfigError):
         RetryPolicy(max_retries=-1)
+
+
+# -- RetryPolicy arguments: refused when built, so nothing can hang later ------------------
+
+
+@pytest.mark.parametrize("max_retries", [float("nan"), float("inf"), 1.5, 2.0, "2", None, True, -1])
+def test_retry_policy_max_retries_must_be_an_int_of_at_least_zero(max_retries: object) -> None:
+    with pytest.raises(ConfigError) as caught:
+        RetryPolicy(max_retries=max_retries)  # type: ignore[arg-type]
+    assert str(caught.value) == f"RetryPolicy: max_retries must be an int >= 0, got {max_retries!r}"
+
+
+@pytest.mark.parametrize("name", ["base_delay", "max_delay"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -0.5, "1", None, True, 86400.5, 10**400])
+def test_retry_policy_delays_must_be_finite_seconds_up_to_a_day(name: str, value: object) -> None:
+    with pytest.raises(ConfigError) as caught:
+        RetryPolicy(**{name: value})  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert message.startswith(f"RetryPolicy: {name} must be a finite number of seconds >= 0 and <= 86400")
+    assert len(message) < 200  # a 400-digit int is shortened, not printed whole
+
+
+def test_retry_policy_infinite_delays_are_refused_together() -> None:
+    with pytest.raises(ConfigError, match="base_delay"):
+        RetryPolicy(base_delay=float("inf"), max_delay=float("inf"))
+
+
+@pytest.mark.parametrize(
+    ("max_retries", "base_delay", "max_delay"), [(0, 0, 0), (10, 3, 86400), (1, 0.25, 8.0)]
+)
+def test_retry_policy_valid_values_are_kept(max_retries: int, base_delay: float, max_delay: float) -> None:
+    policy = RetryPolicy(max_retries=max_retries, base_delay=base_delay, max_delay=max_delay)
+    assert (policy.max_retries, policy.base_delay, policy.max_delay) == (max_retries, base_delay, max_delay)
+    assert policy.delay(max_retries) is None
+
+
+def test_retry_policy_replace_is_checked_too() -> None:
+    with pytest.raises(ConfigError, match="max_delay"):
+        dataclasses.replace(RetryPolicy(), max_delay=float("nan"))
+
+
+def test_retry_policy_backoff_does_not_overflow_after_many_retries() -> None:
+    # 2.0**1024 raised OverflowError on retry 1024 of a long policy
+    policy = RetryPolicy(max_retries=5000, base_delay=0.5, max_delay=8.0)
+    assert policy.delay(1024, jitter=1.0) == 8.0
+    assert policy.delay(4999, jitter=1.0) == 8.0
+    assert RetryPolicy(max_retries=5000, base_delay=0, max_delay=0).delay(3000, jitter=1.0) == 0.0

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -37,7 +38,15 @@ from .._options import GenerateOptions
 from .._provider_errors import error_from_payload
 from .._sequencer import BlockSequencer
 from .._sse import SSEDecoder, SSEEvent
-from .._transport import DEFAULT_RETRY, Decoder, RetryPolicy, StreamRequest, stream_events
+from .._transport import (
+    DEFAULT_RETRY,
+    Decoder,
+    RetryPolicy,
+    StreamRequest,
+    check_seconds,
+    short_repr,
+    stream_events,
+)
 
 __all__ = [
     "CutAwareNDJSONDecoder",
@@ -198,18 +207,20 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
         read_timeout: float = 60.0,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        if self.requires_api_key and not api_key:
-            raise ConfigError(f"{type(self).__name__} needs an api_key")
+        owner = type(self).__name__
+        _check_api_key(owner, api_key, required=self.requires_api_key)
         base = base_url or self.default_base_url
         if not base:
-            raise ConfigError(f"{type(self).__name__} (route {self.route!r}) needs a base_url")
+            raise ConfigError(f"{owner} (route {self.route!r}) needs a base_url")
+        _check_base_url(owner, base)
+        _check_options(owner, client, drop_reasoning, retry, read_timeout)
         self.api_key = api_key
         self.base_url = base.rstrip("/")
         self.client = client
         self.drop_reasoning = drop_reasoning
         self.retry = retry
         self.read_timeout = read_timeout
-        self.extra_headers = dict(headers or {})
+        self.extra_headers = _checked_headers(owner, headers)
 
     def __repr__(self) -> str:
         # never the key
@@ -250,6 +261,84 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
             if exc.route is None:
                 exc.route = self.route
             raise
+
+
+# -- constructor checks ------------------------------------------------------------------
+# Bad arguments fail here, as ConfigError naming the argument, rather than later
+# inside httpx as an AttributeError or a "stream interrupted" that hides the cause.
+
+# What may stand in an HTTP header value as httpx sends it (ASCII, no CR/LF: a line
+# break would start a forged header), and an RFC 9110 header name.
+_HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# Every provider's keys are printable ASCII without spaces (sk-..., AIza...).
+_API_KEY = re.compile(r"[\x21-\x7e]+")
+
+
+def _check_api_key(owner: str, api_key: object, *, required: bool) -> None:
+    # None or "" is "no key" (allowed for local servers); never echo a key in a message.
+    if api_key is None or api_key == "":
+        if required:
+            raise ConfigError(f"{owner} needs an api_key")
+        return
+    if not isinstance(api_key, str):
+        raise ConfigError(f"{owner}: api_key must be a str, got {type(api_key).__name__}")
+    if not _API_KEY.fullmatch(api_key):
+        raise ConfigError(
+            f"{owner}: api_key must be printable ASCII with no spaces or line breaks "
+            "(the key is not shown here); check for a stray newline or quote"
+        )
+
+
+def _check_base_url(owner: str, base: object) -> None:
+    url = None
+    # httpx percent-encodes a space rather than refusing it; a newline from an env file
+    # would end up inside every request path.
+    if isinstance(base, str) and not any(char.isspace() for char in base):
+        with contextlib.suppress(httpx.InvalidURL):
+            url = httpx.URL(base)
+    if url is None or url.scheme not in ("http", "https") or not url.host:
+        # a user:password in a mistyped URL is still a credential: mask it
+        shown = re.sub(r"//[^/@]*@", "//***@", base) if isinstance(base, str) else base
+        raise ConfigError(
+            f"{owner}: base_url must be an http(s) URL with a host, "
+            f"e.g. 'https://api.example.com/v1', got {short_repr(shown)}"
+        )
+
+
+def _check_options(
+    owner: str, client: object, drop_reasoning: object, retry: object, read_timeout: object
+) -> None:
+    if client is not None and not isinstance(client, httpx.AsyncClient):
+        kind = type(client).__name__
+        raise ConfigError(f"{owner}: client must be an httpx.AsyncClient or None, got {kind}")
+    if not isinstance(drop_reasoning, bool):
+        shown = short_repr(drop_reasoning)
+        raise ConfigError(f"{owner}: drop_reasoning must be True or False, got {shown}")
+    if not isinstance(retry, RetryPolicy):
+        raise ConfigError(
+            f"{owner}: retry must be a RetryPolicy, got {short_repr(retry)}; leave it out "
+            "for the default or pass RetryPolicy(max_retries=0) for none"
+        )
+    check_seconds(owner, "read_timeout", read_timeout, allow_zero=False)
+
+
+def _checked_headers(owner: str, headers: object) -> dict[str, str]:
+    if headers is None:
+        return {}
+    if not isinstance(headers, Mapping):
+        kind = type(headers).__name__
+        raise ConfigError(f"{owner}: headers must be a mapping of str to str, got {kind}")
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            shown = short_repr(name)
+            raise ConfigError(f"{owner}: headers has a name that is not a valid header name: {shown}")
+        # The value may be a credential (a proxy's key): name the header, never show the value.
+        if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
+            raise ConfigError(
+                f"{owner}: headers[{name!r}] must be a str of printable ASCII with no line breaks"
+            )
+    return dict(headers)
 
 
 async def _drain(events: AsyncIterator[Any]) -> None:
