@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
+import reprlib
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -18,6 +20,7 @@ __all__ = [
     "MISSING",
     "FieldError",
     "check",
+    "is_header_name",
     "is_int",
     "is_list",
     "is_mapping",
@@ -28,6 +31,7 @@ __all__ = [
     "plain_json",
     "read",
     "refuse_unknown",
+    "shown",
 ]
 
 MISSING: Any = object()
@@ -37,11 +41,26 @@ class FieldError(ValueError):
     """A field with the wrong type or value: "<path> must be <what>, got <value>"."""
 
 
+# Error messages echo a bad value, but a 400-digit int or a pasted document should
+# not fill the terminal; URLs are long, so strings get more room than reprlib's 30.
+_REPR = reprlib.Repr()
+_REPR.maxstring = 120
+_REPR.maxlong = 40
+_REPR.maxother = 80
+
+# An HTTP header name (an RFC 9110 token): no ':', space, CR or LF.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` cut to a length that fits in an error message."""
+    return _REPR.repr(value)
+
+
 def check(value: Any, where: str, what: str, ok: Callable[[Any], bool]) -> Any:
     """``value`` if ``ok(value)``; else :class:`FieldError` saying what ``where`` must be."""
     if value is MISSING or not ok(value):
-        got = "nothing (the field is missing)" if value is MISSING else repr(value)
-        got = got if len(got) <= 80 else got[:77] + "..."
+        got = "nothing (the field is missing)" if value is MISSING else shown(value)
         raise FieldError(f"{where} must be {what}, got {got}")
     return value
 
@@ -84,6 +103,10 @@ def is_text(value: Any) -> bool:
 
 def is_int(value: Any, low: int = -(2**63), high: float = float("inf")) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def is_header_name(value: Any) -> bool:
+    return isinstance(value, str) and _HEADER_NAME.fullmatch(value) is not None
 
 
 def is_number(value: Any, low: float = float("-inf"), high: float = float("inf")) -> bool:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import itertools
 import json as _json
-import math
 import random
-import re
+import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeGuard, get_args
+
+from ._fields import is_header_name, is_number, shown
 
 __all__ = [
     "End",
@@ -41,11 +42,10 @@ End = Literal["close", "truncate", "reset", "stall"]
 METHODS = ("DELETE", "GET", "PATCH", "POST", "PUT")
 _ENDS: tuple[str, ...] = get_args(End)
 _BYTES_LIKE = (bytes, bytearray, memoryview)
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110 token)
 
 
 def _got(value: object) -> str:
-    return f"{value!r} ({type(value).__name__})"
+    return f"{shown(value)} ({type(value).__name__})"
 
 
 def _is_int(value: object) -> TypeGuard[int]:
@@ -69,7 +69,7 @@ def check_seconds(name: str, value: object) -> float:
     """*value* as a float if it is a finite number of seconds >= 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number of seconds, got {_got(value)}")
-    if not 0 <= value < math.inf:  # also refuses NaN
+    if not is_number(value, 0, sys.float_info.max):  # also refuses NaN and infinities
         raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
     return float(value)
 
@@ -117,7 +117,7 @@ def _headers(value: object) -> dict[str, str]:
     for name, text in value.items():
         if not isinstance(name, str) or not isinstance(text, str):
             raise TypeError(f"headers must map str to str, got {name!r}: {_got(text)}")
-        if not _TOKEN.fullmatch(name):
+        if not is_header_name(name):
             raise ValueError(
                 f"header names must be HTTP tokens (no ':', space, CR or LF), got {name!r}"
             )

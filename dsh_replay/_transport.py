@@ -46,8 +46,8 @@ import functools
 import itertools
 import math
 import random
-import reprlib
 import ssl
+import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -61,6 +61,7 @@ from ._exceptions import (
     StreamInterruptedError,
     StreamTimeoutError,
 )
+from ._fields import is_number, shown
 from ._provider_errors import (
     error_from_response,
     retry_after_from_headers,
@@ -72,7 +73,6 @@ __all__ = [
     "RetryPolicy",
     "StreamRequest",
     "check_seconds",
-    "short_repr",
     "stream_events",
 ]
 
@@ -95,30 +95,6 @@ _MAX_RETRY_DELAY = 24 * 3600.0
 # 2**1000 the backoff ceiling is max_delay for any base_delay, so stop growing there.
 _MAX_BACKOFF_EXPONENT = 1000
 
-# Error messages echo a bad value, but a 400-digit int or a pasted document should
-# not fill the terminal; URLs are long, so strings get more room than reprlib's 30.
-_REPR = reprlib.Repr()
-_REPR.maxstring = 120
-_REPR.maxlong = 40
-_REPR.maxother = 80
-
-
-def short_repr(value: object) -> str:
-    """``repr(value)`` cut to a length that fits in an error message."""
-    return _REPR.repr(value)
-
-
-def _finite(value: object) -> float | None:
-    """*value* as a finite float, or ``None`` if it is not a finite real number (bools excluded)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond float range
-        return None
-    return number if math.isfinite(number) else None
-
-
 def check_seconds(
     owner: str, name: str, value: object, *, allow_zero: bool, at_most: float = math.inf
 ) -> None:
@@ -127,13 +103,11 @@ def check_seconds(
     Checked where the value is given: NaN or infinity reach ``min()`` and
     ``sleep()`` unnoticed and hang the first retry or read instead of failing.
     """
-    number = _finite(value)
-    if number is None or number < 0 or (number == 0 and not allow_zero) or number > at_most:
+    # the range test also refuses NaN, infinities and ints too large for a float
+    if not is_number(value, 0, min(at_most, sys.float_info.max)) or (value == 0 and not allow_zero):
         bounds = ">= 0" if allow_zero else "> 0"
         bounds += f" and <= {at_most:g}" if at_most < math.inf else ""
-        raise ConfigError(
-            f"{owner}: {name} must be a finite number of seconds {bounds}, got {short_repr(value)}"
-        )
+        raise ConfigError(f"{owner}: {name} must be a finite number of seconds {bounds}, got {shown(value)}")
 
 
 class Decoder(Protocol[_EventT_co]):
@@ -160,7 +134,7 @@ class RetryPolicy:
         # ``attempt >= nan`` is never true and inf is never reached: both retry forever.
         count = self.max_retries
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ConfigError(f"RetryPolicy: max_retries must be an int >= 0, got {short_repr(count)}")
+            raise ConfigError(f"RetryPolicy: max_retries must be an int >= 0, got {shown(count)}")
         for name in ("base_delay", "max_delay"):
             value = getattr(self, name)
             check_seconds("RetryPolicy", name, value, allow_zero=True, at_most=_MAX_RETRY_DELAY)

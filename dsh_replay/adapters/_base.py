@@ -33,6 +33,7 @@ import orjson
 from .._adapter import LlmAdapter
 from .._chunks import StreamChunk, Usage
 from .._exceptions import ConfigError, MalformedStreamError, ProviderError, StreamInterruptedError
+from .._fields import is_header_name, shown
 from .._ndjson import NDJSONDecoder
 from .._options import GenerateOptions
 from .._provider_errors import error_from_payload
@@ -44,7 +45,6 @@ from .._transport import (
     RetryPolicy,
     StreamRequest,
     check_seconds,
-    short_repr,
     stream_events,
 )
 
@@ -268,9 +268,8 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
 # inside httpx as an AttributeError or a "stream interrupted" that hides the cause.
 
 # What may stand in an HTTP header value as httpx sends it (ASCII, no CR/LF: a line
-# break would start a forged header), and an RFC 9110 header name.
+# break would start a forged header).
 _HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # Every provider's keys are printable ASCII without spaces (sk-..., AIza...).
 _API_KEY = re.compile(r"[\x21-\x7e]+")
 
@@ -299,10 +298,10 @@ def _check_base_url(owner: str, base: object) -> None:
             url = httpx.URL(base)
     if url is None or url.scheme not in ("http", "https") or not url.host:
         # a user:password in a mistyped URL is still a credential: mask it
-        shown = re.sub(r"//[^/@]*@", "//***@", base) if isinstance(base, str) else base
+        masked = re.sub(r"//[^/@]*@", "//***@", base) if isinstance(base, str) else base
         raise ConfigError(
             f"{owner}: base_url must be an http(s) URL with a host, "
-            f"e.g. 'https://api.example.com/v1', got {short_repr(shown)}"
+            f"e.g. 'https://api.example.com/v1', got {shown(masked)}"
         )
 
 
@@ -313,11 +312,10 @@ def _check_options(
         kind = type(client).__name__
         raise ConfigError(f"{owner}: client must be an httpx.AsyncClient or None, got {kind}")
     if not isinstance(drop_reasoning, bool):
-        shown = short_repr(drop_reasoning)
-        raise ConfigError(f"{owner}: drop_reasoning must be True or False, got {shown}")
+        raise ConfigError(f"{owner}: drop_reasoning must be True or False, got {shown(drop_reasoning)}")
     if not isinstance(retry, RetryPolicy):
         raise ConfigError(
-            f"{owner}: retry must be a RetryPolicy, got {short_repr(retry)}; leave it out "
+            f"{owner}: retry must be a RetryPolicy, got {shown(retry)}; leave it out "
             "for the default or pass RetryPolicy(max_retries=0) for none"
         )
     check_seconds(owner, "read_timeout", read_timeout, allow_zero=False)
@@ -330,9 +328,8 @@ def _checked_headers(owner: str, headers: object) -> dict[str, str]:
         kind = type(headers).__name__
         raise ConfigError(f"{owner}: headers must be a mapping of str to str, got {kind}")
     for name, value in headers.items():
-        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
-            shown = short_repr(name)
-            raise ConfigError(f"{owner}: headers has a name that is not a valid header name: {shown}")
+        if not is_header_name(name):
+            raise ConfigError(f"{owner}: headers has a name that is not a valid header name: {shown(name)}")
         # The value may be a credential (a proxy's key): name the header, never show the value.
         if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
             raise ConfigError(
