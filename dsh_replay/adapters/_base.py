@@ -242,6 +242,11 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
         return {**headers, **self.extra_headers}
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        if not isinstance(options, GenerateOptions):
+            raise ConfigError(
+                f"{type(self).__name__}.stream: options must be GenerateOptions, got {shown(options)}; "
+                "GenerateOptions.from_json builds them from JSON"
+            )
         request = self.build_request(options)
         translator = self.translator(BlockSequencer(drop_reasoning=self.drop_reasoning))
         events = stream_events(

@@ -134,3 +134,13 @@ def test_keyless_routes_still_take_no_key(route: str, api_key: str | None) -> No
 @pytest.mark.parametrize("route", sorted(set(ROUTES) - {"ollama", "openai-compatible"}))
 def test_a_missing_key_is_still_refused(route: str) -> None:
     assert "needs an api_key" in config_error(route, "")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("options", [None, {"model": "m", "messages": []}, "m"])
+@pytest.mark.asyncio
+async def test_stream_refuses_options_that_are_not_generate_options(route: str, options: object) -> None:
+    adapter = build(route)
+    with pytest.raises(ConfigError, match=r"\.stream: options must be GenerateOptions, got "):
+        async for _ in adapter.stream(options):  # type: ignore[arg-type]
+            pass
