@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._chunks import (
     BlockEnd,
+    BlockStart,
     CallId,
     Finish,
     FinishReason,
     ReasoningBlock,
+    ReasoningDelta,
     StreamChunk,
     TextBlock,
+    TextDelta,
     ToolCallBlock,
+    ToolCallDelta,
     Usage,
     UsageChunk,
 )
-from ._jsonl import loads_json
+from ._jsonl import chunk_from_json, loads_json
 
 __all__ = ["ToolCall", "Turn", "collect"]
 
@@ -59,12 +63,38 @@ def _parse_arguments(arguments: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def collect(chunks: Iterable[StreamChunk]) -> Turn:
-    """Build the :class:`Turn` of a chunk sequence (complete blocks only)."""
+_CHUNK_TYPES = (BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd, UsageChunk, Finish)
+_CHUNK_CLASSES = frozenset(_CHUNK_TYPES)
+
+
+def _chunk(item: object, position: int) -> StreamChunk:
+    """``item`` as a chunk: its JSON dict parsed; anything else that is no chunk refused."""
+    if isinstance(item, Mapping):
+        try:
+            return chunk_from_json(item)
+        except ValueError as exc:
+            raise ValueError(f"collect(): the chunk at position {position} is not a valid chunk: {exc}") from None
+    if isinstance(item, _CHUNK_TYPES):
+        return item  # a subclass of a chunk class
+    raise TypeError(
+        f"collect() takes StreamChunk objects or their JSON dicts; "
+        f"the item at position {position} is {type(item).__name__} {item!r:.60}"
+    )
+
+
+def collect(chunks: Iterable[StreamChunk | Mapping[str, Any]]) -> Turn:
+    """Build the :class:`Turn` of a chunk sequence (complete blocks only).
+
+    Chunks may be objects or their JSON dicts, as for the validator; a dict that
+    is no valid chunk raises ``ValueError`` and any other value ``TypeError``,
+    both naming the position.
+    """
     blocks: list[TextBlock | ToolCallBlock | ReasoningBlock] = []
     usage: Usage | None = None
     reason: FinishReason | None = None
-    for chunk in chunks:
+    for position, chunk in enumerate(chunks):
+        if type(chunk) not in _CHUNK_CLASSES:
+            chunk = _chunk(chunk, position)
         if type(chunk) is BlockEnd:
             blocks.append(chunk.block)
         elif type(chunk) is UsageChunk:

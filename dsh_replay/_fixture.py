@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import difflib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from ._exceptions import CassetteError
 from ._golden import golden_path_for
 from ._options import GenerateOptions
 from ._pacing import Fragmentation, parse_speed
-from ._replay import judge_golden, run_adapter
+from ._replay import Outcome, judge_golden, run_adapter
 from ._report import Tally
 from ._settings import Settings
 from ._use_cassette import use_cassette
@@ -78,6 +79,9 @@ class MarkerOptions:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise pytest.UsageError(f"{where}: dsh_replay marker argument {name} must be a non-empty string")
+        problem = _cassette_name_problem(self.cassette) if self.cassette is not None else None
+        if problem:
+            raise pytest.UsageError(f"{where}: dsh_replay marker argument cassette={self.cassette!r} {problem}")
         if self.fragmentation is not None:
             if not isinstance(self.fragmentation, str):
                 raise pytest.UsageError(
@@ -106,6 +110,25 @@ def cassette_name(node: pytest.Item) -> str:
     return name
 
 
+def _cassette_name_problem(name: str) -> str | None:
+    """Why the marker's ``cassette`` would not name a file inside the cassette folder (None: it does).
+
+    An absolute path is documented, and taken as it is; a name or relative path
+    must stay inside the folder and end in a file name.
+    """
+    if Path(name).is_absolute():
+        return None
+    pieces = (name.replace(os.altsep, os.sep) if os.altsep else name).split(os.sep)
+    if ".." in pieces:
+        return (
+            "leaves the cassette folder; a name or relative path stays inside it (no '..'), "
+            "an absolute path may point anywhere"
+        )
+    if pieces[-1] in ("", "."):  # "sub/dir/" would become sub/dir.yaml, "." the folder's own name
+        return "names a folder, not a file; end it with the cassette's name, e.g. 'sub/name'"
+    return None
+
+
 def cassette_path_for(item: pytest.Item, settings: Settings, options: MarkerOptions) -> Path:
     """``<cassette dir>/<module stem>/<cassette name>.yaml`` for one test.
 
@@ -118,6 +141,28 @@ def cassette_path_for(item: pytest.Item, settings: Settings, options: MarkerOpti
     name = options.cassette or cassette_name(item)
     path = Path(name) if Path(name).is_absolute() else folder / name
     return path if path.suffix in (".yaml", ".yml") else path.with_name(path.name + ".yaml")
+
+
+def _check_stream_arguments(adapter: object, options: object, expect_error: object, route: object) -> None:
+    """Refuse what is no adapter, options, flag or route before anything runs.
+
+    Checked up front because ``expect_error=True`` would otherwise capture the
+    ``AttributeError`` of a wrong argument as the adapter's error and write it
+    into the golden.
+    """
+    if not isinstance(adapter, LlmAdapter):
+        hint = " (pass an instance, not the class)" if isinstance(adapter, type) else ""
+        raise TypeError(f"dsh_replay.stream(): adapter must be an LlmAdapter instance, got {type(adapter).__name__}{hint}")
+    if not isinstance(options, GenerateOptions):
+        raise TypeError(f"dsh_replay.stream(): options must be a GenerateOptions, got {type(options).__name__}")
+    if expect_error is not None and not isinstance(expect_error, bool):
+        raise TypeError(
+            f"dsh_replay.stream(): expect_error must be True, False or None (the marker decides), got {expect_error!r}"
+        )
+    if route is not None and not isinstance(route, str):
+        raise TypeError(f"dsh_replay.stream(): route must be a string or None, got {type(route).__name__}")
+    if route == "":
+        raise ValueError("dsh_replay.stream(): route must be a non-empty string or None")
 
 
 class _TestFailed(Exception):
@@ -142,6 +187,7 @@ class DshReplay:
         self.turn: Turn | None = None
         self._context: use_cassette | None = None
         self._calls = 0
+        self._streaming = False
 
     # -- running ---------------------------------------------------------------
 
@@ -179,12 +225,32 @@ class DshReplay:
         route: str | None = None,
     ) -> list[StreamChunk]:
         """Run ``adapter.stream(options)`` in this test's cassette; check, compare, return the chunks."""
+        _check_stream_arguments(adapter, options, expect_error, route)
+        # Overlapping calls are refused rather than numbered: the cassette engine
+        # records interactions as they complete and replays the first unplayed
+        # match, so two calls in flight at once could swap responses between
+        # recording and replay, and the count of what each call recorded (which
+        # decides its golden and its follow-up options) would mix up the two.
+        if self._streaming:
+            raise RuntimeError(
+                "calls to dsh_replay.stream in one test must not overlap; await one before starting the next"
+            )
+        self._streaming = True
+        try:
+            return await self._stream(adapter, options, expect_error=expect_error, route=route)
+        finally:
+            self._streaming = False
+
+    async def _stream(
+        self, adapter: LlmAdapter, options: GenerateOptions, *, expect_error: bool | None, route: str | None
+    ) -> list[StreamChunk]:
         route = route or self.options.route or getattr(adapter, "route", None)
         session = self._context.session if self._context is not None else self._open(adapter, options, route)
         assert session is not None
         self._calls += 1
+        call = self._calls
         # counted as used up front: a golden of a test that fails before comparing is not "unused"
-        self._tally.use(self.cassette_path, golden_path_for(self.cassette_path, self._calls) if self.options.golden else None)
+        self._tally.use(self.cassette_path, golden_path_for(self.cassette_path, call) if self.options.golden else None)
         recorded_before = session.recorded
         expect = self.options.expect_error if expect_error is None else expect_error
         try:
@@ -199,14 +265,10 @@ class DshReplay:
             # no recorded match, a corrupt cassette…: the message is the whole story
             raise _failure(str(exc)) from None
         recorded = session.recorded > recorded_before
-        if recorded and self._calls > 1:
+        if recorded and call > 1:
             # later calls of the test are replayable without it too (collection, check)
             session.cassette.metadata.setdefault("follow_ups", []).append(options.to_json())
-        if outcome.violations:
-            listing = "\n".join(f"  {v.rule} at chunk {v.position}: {v.message}" for v in outcome.violations)
-            pytest.fail(f"the adapter's chunks break the StreamChunk rules:\n{listing}", pytrace=False)
-        if expect and outcome.raised is None:
-            pytest.fail("the test expects the adapter to raise, but it finished normally", pytrace=False)
+        self._check_outcome(outcome, expect=expect)
         if recorded:
             try:
                 session.cassette.check_secrets()
@@ -214,12 +276,20 @@ class DshReplay:
                 raise _failure(str(exc)) from None
         self.turn = collect(outcome.chunks)
         if self.options.golden:
-            self._judge(outcome.golden_bytes(), recorded)
+            self._judge(outcome.golden_bytes(), recorded, call)
         return outcome.chunks
 
-    def _judge(self, actual: bytes, recorded: bool) -> None:
+    @staticmethod
+    def _check_outcome(outcome: Outcome, *, expect: bool) -> None:
+        if outcome.violations:
+            listing = "\n".join(f"  {v.rule} at chunk {v.position}: {v.message}" for v in outcome.violations)
+            pytest.fail(f"the adapter's chunks break the StreamChunk rules:\n{listing}", pytrace=False)
+        if expect and outcome.raised is None:
+            pytest.fail("the test expects the adapter to raise, but it finished normally", pytrace=False)
+
+    def _judge(self, actual: bytes, recorded: bool, call: int) -> None:
         status, problem = judge_golden(
-            self.cassette_path, actual, update=self._settings.update_golden or recorded, call=self._calls
+            self.cassette_path, actual, update=self._settings.update_golden or recorded, call=call
         )
         self._tally.counts[f"goldens_{status}"] += 1
         if problem:

@@ -249,12 +249,28 @@ _DUMP_OPTIONS = orjson.OPT_APPEND_NEWLINE
 
 
 def dump_jsonl(chunks: Iterable[StreamChunk], raised: Raised | BaseException | None = None) -> bytes:
-    """Serialize chunks (and an optional ``raised`` line) as golden JSONL bytes."""
-    parts = [orjson.dumps(chunk_to_json(chunk), option=_DUMP_OPTIONS) for chunk in chunks]
+    """Serialize chunks (and an optional ``raised`` line) as golden JSONL bytes.
+
+    A chunk whose text cannot be written as UTF-8 (a lone surrogate) raises
+    ``ValueError`` naming its position.
+    """
+    if isinstance(raised, BaseException):
+        raised = Raised.from_exception(raised)
+    elif raised is not None and not isinstance(raised, Raised):
+        what = f"the class {raised.__name__}" if isinstance(raised, type) else type(raised).__name__
+        raise TypeError(f"raised must be a Raised, an exception instance or None, got {what}")
+    parts: list[bytes] = []
+    for chunk in chunks:
+        data = chunk_to_json(chunk)
+        try:
+            parts.append(orjson.dumps(data, option=_DUMP_OPTIONS))
+        except orjson.JSONEncodeError as exc:  # orjson's TypeError, which names no chunk
+            raise ValueError(f"the chunk at position {len(parts)} cannot be written as JSON: {exc}") from None
     if raised is not None:
-        if isinstance(raised, BaseException):
-            raised = Raised.from_exception(raised)
-        parts.append(orjson.dumps(raised.to_json(), option=_DUMP_OPTIONS))
+        try:
+            parts.append(orjson.dumps(raised.to_json(), option=_DUMP_OPTIONS))
+        except orjson.JSONEncodeError as exc:
+            raise ValueError(f"the raised line ({raised.error}) cannot be written as JSON: {exc}") from None
     return b"".join(parts)
 
 

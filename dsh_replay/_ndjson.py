@@ -28,6 +28,7 @@ from __future__ import annotations
 import orjson
 
 from ._exceptions import MalformedStreamError
+from ._sse import _as_bytes
 
 __all__ = ["NDJSONDecoder"]
 
@@ -44,8 +45,19 @@ class NDJSONDecoder:
         self._line_no = 0
 
     def feed(self, data: bytes) -> list[object]:
-        """Decode one fragment of the body; return the values of the lines it completes."""
-        cut = data.rfind(b"\n")
+        """Decode one fragment of the body; return the values of the lines it completes.
+
+        ``data`` is ``bytes`` or any other bytes-like object (``bytearray``,
+        ``memoryview``); anything else raises ``TypeError``.
+        """
+        # No type check up front, as in SSEDecoder.feed: a value that is not bytes
+        # fails here, before any state changes, and is converted or refused.
+        try:
+            cut = data.rfind(b"\n")
+        except (TypeError, AttributeError):
+            if type(data) is bytes:
+                raise
+            return self.feed(_as_bytes(data))
         if cut < 0:
             if data:
                 self._tail.append(data)

@@ -102,7 +102,7 @@ class BlockSequencer:
         if text:
             self._piece(self._item(key, "reasoning"), text)
         if signature:
-            item = self._live.get(key)
+            item = self._lookup(key)
             # a signature with no reasoning text (redacted thinking) has no block to ride on:
             # an empty reasoning block would break P6
             if item is not None and item.kind == "reasoning":
@@ -135,7 +135,7 @@ class BlockSequencer:
 
     def end(self, key: Hashable) -> list[StreamChunk]:
         """The provider says item ``key`` is complete."""
-        item = self._live.get(key)
+        item = self._lookup(key)
         if item is not None:
             item.ended = True
             self._advance()
@@ -154,6 +154,9 @@ class BlockSequencer:
 
     def finish(self, *, usage: Usage, raw_reason: str | None = None) -> list[StreamChunk]:
         """Close everything still open, then emit ``usage`` and ``finish``."""
+        if self._finished:
+            # a second usage + finish would break P8, P9 and P11
+            raise MalformedStreamError("the generation already finished; finish() may be called once")
         self._end_all()
         blocked = [item for item in self._queue if not item.ready]
         if blocked or (self._current is not None):
@@ -176,8 +179,17 @@ class BlockSequencer:
         out, self._out = self._out, []
         return out
 
+    def _lookup(self, key: Hashable) -> _Item | None:
+        # checked lazily, where a bad key first fails: this runs once per provider event
+        try:
+            return self._live.get(key)
+        except TypeError:
+            raise TypeError(
+                f"key must be hashable (a str, an int or a tuple of them), got {type(key).__name__} {key!r:.60}"
+            ) from None
+
     def _item(self, key: Hashable, kind: str) -> _Item:
-        item = self._live.get(key)
+        item = self._lookup(key)
         if item is not None and item.kind == kind:
             return item
         if self._finished:

@@ -122,6 +122,16 @@ _NONE = repeat(None)
 _FEW = 6
 
 
+def _as_bytes(data: object) -> bytes:
+    """``data`` as bytes when it is bytes-like; ``TypeError`` naming its type otherwise."""
+    if isinstance(data, str):
+        raise TypeError("feed() takes bytes, got str; encode the text first (data.encode())")
+    try:
+        return bytes(memoryview(data))  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"feed() takes bytes, got {type(data).__name__}") from None
+
+
 class SSEDecoder:
     """Incremental ``text/event-stream`` decoder: ``feed`` bytes, then ``flush``.
 
@@ -147,10 +157,24 @@ class SSEDecoder:
         self._after_cr = False
 
     def feed(self, data: bytes) -> list[SSEEvent]:
-        """Decode one fragment of the body; return the events it completes."""
-        if self._head is not None or self._after_cr or 0x0D in data:
-            data = self._normalise(data)
-        cut = data.rfind(b"\n\n")
+        """Decode one fragment of the body; return the events it completes.
+
+        ``data`` is ``bytes`` or any other bytes-like object (``bytearray``,
+        ``memoryview``); anything else raises ``TypeError``.
+        """
+        # No type check up front: this runs once per fragment. A value that is not
+        # bytes fails in one of these two statements, either before any state
+        # changed (see _normalise) or, for a memoryview, after _normalise left the
+        # state matching the ``data`` it returned; either way, going round again
+        # with ``data``'s bytes is exact.
+        try:
+            if self._head is not None or self._after_cr or 0x0D in data:
+                data = self._normalise(data)
+            cut = data.rfind(b"\n\n")
+        except (TypeError, AttributeError):
+            if type(data) is bytes:
+                raise
+            return self.feed(_as_bytes(data))
         tail = self._tail
         if cut < 0:
             # Nothing ends here unless a boundary straddles the edge: "...\n" + "\n...".
@@ -177,22 +201,32 @@ class SSEDecoder:
             if 0x0A not in b"".join(values):
                 try:
                     return self._messages(values)
-                except UnicodeDecodeError:
-                    pass  # The general path finds the bad line for the error.
+                except (UnicodeDecodeError, TypeError):
+                    # The general path finds the bad line for the error; it also
+                    # decodes a bytearray's payloads, which bytes.decode refuses.
+                    pass
         return self._blocks(self._decode(data[:cut]))
 
     def _normalise(self, data: bytes) -> bytes:
-        """Drop a leading BOM and rewrite CRLF and CR line ends to LF."""
+        """Drop a leading BOM and rewrite CRLF and CR line ends to LF.
+
+        The steps that refuse a value that is not bytes (``+``, ``in``,
+        ``replace``) come before any state changes, so that :meth:`feed` can
+        convert such a value and start again.
+        """
         if self._head is not None:
             data = self._strip_bom(data)
-        if data and self._after_cr:
-            self._after_cr = False
-            if data[0] == 0x0A:
-                data = data[1:]
+        if not data:
+            return data
+        # An LF opening this fragment ends the line a CR closed the last one with.
+        skip_lf = self._after_cr and data[0] == 0x0A
         if 0x0D in data:
-            self._after_cr = data[-1] == 0x0D
+            ends_in_cr = data[-1] == 0x0D
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        return data
+            self._after_cr = ends_in_cr
+        else:
+            self._after_cr = False
+        return data[1:] if skip_lf else data
 
     def flush(self) -> list[SSEEvent]:
         """End the body: dispatch what is pending as if a blank line followed.

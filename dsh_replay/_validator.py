@@ -52,7 +52,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -145,7 +145,10 @@ class SequenceValidator:
     """Checks a chunk stream as it flows: ``feed`` each chunk, then ``finish``.
 
     ``feed`` and ``finish`` return the violations they found; ``violations``
-    holds all of them so far, in the order they were found.
+    holds all of them so far, in the order they were found. ``finish`` ends the
+    stream: calling it again changes nothing, and ``feed`` after it raises
+    ``RuntimeError`` (a chunk after the ``finish`` *chunk* is a P11 violation,
+    but a chunk after ``finish()`` belongs to another stream).
     """
 
     def __init__(self, *, allow_interleaving: bool = False, json_arguments: bool = True) -> None:
@@ -177,6 +180,10 @@ class SequenceValidator:
         self._table = self._tables[_STREAMING]
         # what a malformed dict of a known type still checks: only what needs no field
         self._structural: dict[str, _Check] = {"usage": self._usage, "finish": self._usage_before_finish}
+        # what finish() found, kept so a second call neither repeats nor loses it; None before
+        self._ended: list[Violation] | None = None
+        # the table once finish() was called: every chunk refused, at no cost to feed before
+        self._finished_table: dict[type, _Check] = dict.fromkeys(_CHUNK_TYPE, self._fed_after_finish)
 
     # -- public ------------------------------------------------------------------
 
@@ -194,12 +201,19 @@ class SequenceValidator:
     def feed_unreadable(self, reason: str) -> list[Violation]:
         """Count a chunk that could not even be read (e.g. a JSONL line that is not JSON) as P1."""
         position = self._position
+        if self._ended is not None:
+            self._fed_after_finish(None, position)
         self._position = position + 1
         self._report("P1", position, f"chunk at position {position} {reason}")
         return self.violations[-1:]
 
     def finish(self) -> list[Violation]:
-        """Signal the end of the stream; return the end-of-stream violations (P11)."""
+        """Signal the end of the stream; return the end-of-stream violations (P11).
+
+        A second call reports nothing new and returns what the first one did.
+        """
+        if self._ended is not None:
+            return list(self._ended)
         found_before = len(self.violations)
         if self._phase != _DONE:
             still_open = self._describe_open()
@@ -209,7 +223,9 @@ class SequenceValidator:
                 self._position,
                 f"stream ended after {self._position} chunk(s) without finish{tail}",
             )
-        return self.violations[found_before:]
+        self._ended = self.violations[found_before:]
+        self._table = self._finished_table
+        return list(self._ended)
 
     # -- the phase machine -------------------------------------------------------------
 
@@ -248,8 +264,17 @@ class SequenceValidator:
             self._phase = next_phase
             self._table = self._tables[next_phase]
 
+    def _fed_after_finish(self, chunk: object, position: int) -> NoReturn:
+        self._position = position  # the refused chunk is not counted
+        raise RuntimeError(
+            "SequenceValidator.feed() after finish(): that stream has ended; "
+            "use a new SequenceValidator for the next stream"
+        )
+
     def _feed_other(self, data: object, position: int) -> None:
         """A JSON dict (P1 when malformed), or a value that is no chunk at all (P1)."""
+        if self._ended is not None:
+            self._fed_after_finish(data, position)
         if not isinstance(data, Mapping):
             self._previous = None
             self._report(

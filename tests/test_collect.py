@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +25,7 @@ from dsh_replay import (
     Turn,
     Usage,
     UsageChunk,
+    chunk_to_json,
     collect,
 )
 
@@ -169,6 +171,26 @@ def test_only_complete_blocks_count() -> None:
 def test_collect_takes_any_iterable() -> None:
     assert collect(iter(SEED)) == collect(SEED)
     assert collect(c for c in SEED) == collect(SEED)
+
+
+def test_collect_takes_the_chunks_json_dicts_too() -> None:
+    assert collect([chunk_to_json(c) for c in SEED]) == collect(SEED)
+    assert collect([chunk_to_json(c) for c in SEED]).text == collect(SEED).text != ""
+
+
+@pytest.mark.parametrize(
+    ("items", "error", "says"),
+    [
+        ([None], TypeError, "collect() takes StreamChunk objects or their JSON dicts; the item at position 0 is NoneType None"),
+        ([*SEED[:2], "text"], TypeError, "the item at position 2 is str 'text'"),
+        ([SEED[0], {"type": "text-delta", "index": 0}], ValueError, "the chunk at position 1 is not a valid chunk: text-delta: missing field 'text'"),
+        ([{"type": "nope"}], ValueError, "the chunk at position 0 is not a valid chunk: unknown chunk type 'nope'"),
+    ],
+)
+def test_anything_else_is_refused_naming_its_position(items: list[Any], error: type[Exception], says: str) -> None:
+    with pytest.raises(error) as info:
+        collect(items)
+    assert says in str(info.value)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -254,6 +254,25 @@ def test_raised_value_and_exception_give_the_same_line() -> None:
     assert Raised.from_exception(KeyError("k")) == Raised(error="KeyError", message="'k'")
 
 
+@pytest.mark.parametrize(
+    ("raised", "got"),
+    [("boom", "str"), (ValueError, "the class ValueError"), ({"error": "E", "message": "m"}, "dict")],
+)
+def test_raised_of_another_type_is_a_type_error_naming_it(raised: Any, got: str) -> None:
+    with pytest.raises(TypeError) as info:
+        dump_jsonl(SEED[:1], raised=raised)
+    assert str(info.value) == f"raised must be a Raised, an exception instance or None, got {got}"
+
+
+def test_text_that_is_not_unicode_is_a_value_error_naming_the_chunk() -> None:
+    chunks = [*SEED[:2], TextDelta(index=0, text="lone \ud800")]
+    with pytest.raises(ValueError) as info:
+        dump_jsonl(chunks)
+    assert str(info.value) == "the chunk at position 2 cannot be written as JSON: str is not valid UTF-8: surrogates not allowed"
+    with pytest.raises(ValueError, match=r"^the raised line \(AdapterBroke\) cannot be written as JSON: "):
+        dump_jsonl(SEED[:1], raised=AdapterBroke("\udc80"))
+
+
 def test_load_golden_without_raised_line() -> None:
     golden = load_golden(SEED_GOLDEN)
     assert golden.chunks == SEED and golden.raised is None

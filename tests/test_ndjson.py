@@ -183,6 +183,34 @@ def test_fuzz_only_malformed_stream_error(body: bytes, data: st.DataObject) -> N
         assert decode(*pieces) == whole
 
 
+# --- what feed takes -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+def test_any_bytes_like_fragments_decode_as_bytes_do(kind: type) -> None:
+    for cut in range(len(OLLAMA_CHAT) + 1):
+        assert decode(*map(kind, (OLLAMA_CHAT[:cut], OLLAMA_CHAT[cut:]))) == OLLAMA_VALUES, f"split at {cut}"
+    assert decode(*map(kind, one_byte_pieces(OLLAMA_CHAT))) == OLLAMA_VALUES
+    assert decode(kind(OLLAMA_CHAT.rstrip(b"\n"))) == OLLAMA_VALUES  # the last line, from flush
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ('{"a": 1}\n', "feed() takes bytes, got str; encode the text first (data.encode())"),
+        (None, "feed() takes bytes, got NoneType"),
+        (7, "feed() takes bytes, got int"),
+    ],
+)
+def test_anything_else_is_a_type_error_that_leaves_the_stream_as_it_was(value: object, says: str) -> None:
+    decoder = NDJSONDecoder()
+    assert decoder.feed(b'{"a"') == []
+    with pytest.raises(TypeError) as info:
+        decoder.feed(value)  # type: ignore[arg-type]
+    assert str(info.value) == says
+    assert decoder.feed(b": 1}\n") == [{"a": 1}]
+
+
 # --- real traffic ------------------------------------------------------------------
 
 

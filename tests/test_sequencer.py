@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from dsh_replay import (
@@ -152,6 +154,28 @@ def test_nothing_after_finish() -> None:
     seq.finish(usage=USAGE)
     with pytest.raises(MalformedStreamError, match="after the generation finished"):
         seq.text("late")
+
+
+def test_a_second_finish_is_refused_not_repeated() -> None:
+    seq = BlockSequencer()
+    out = seq.text("hi") + seq.finish(usage=USAGE)
+    with pytest.raises(MalformedStreamError, match="already finished; finish\\(\\) may be called once"):
+        seq.finish(usage=USAGE)
+    assert check_chunk_sequence(out) == []
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda seq: seq.text("x", key=[1]),
+        lambda seq: seq.reasoning("x", key={"a": 1}),
+        lambda seq: seq.tool_call(("tool", [0]), call_id="c", name="f"),
+        lambda seq: seq.end([0]),
+    ],
+)
+def test_an_unhashable_key_is_a_type_error_naming_key(call: Any) -> None:
+    with pytest.raises(TypeError, match=r"^key must be hashable \(a str, an int or a tuple of them\), got (list|dict|tuple) "):
+        call(BlockSequencer())
 
 
 # -- property: whatever order the provider sends pieces in, the output obeys the rules ---------

@@ -555,6 +555,54 @@ def test_fuzz_arbitrary_bytes_raise_nothing_else(body: bytes, data: st.DataObjec
         assert all(isinstance(event, SSEEvent) for event in events)
 
 
+# --- what feed takes -----------------------------------------------------------------
+
+MANY = b"data: a\n\n" * 8  # past the few-events shortcut of the hot path
+
+
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+@pytest.mark.parametrize("body", [MANY, b"event: e\r\ndata: x\r\n\r\n" + MANY.replace(b"\n", b"\r"), BOM + MANY])
+def test_any_bytes_like_fragments_decode_as_bytes_do(kind: type, body: bytes) -> None:
+    for cut in range(len(body) + 1):
+        for second in (cut, (cut + len(body)) // 2):
+            pieces = [body[:cut], body[cut:second], body[second:]]
+            assert decode(*map(kind, pieces)) == decode(*pieces), f"cut at {cut}, {second}"
+    assert decode(*map(kind, one_byte_pieces(body))) == decode(body)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.sampled_from([bytearray, memoryview]))
+def test_bytes_like_fragments_round_trip(data: st.DataObject, kind: type) -> None:
+    body, expected = data.draw(streams())
+    pieces = data.draw(fragmented(body))
+    assert decode(*map(kind, pieces)) == (expected, False)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("data: x\n\n", "feed() takes bytes, got str; encode the text first (data.encode())"),
+        ("", "feed() takes bytes, got str"),
+        (None, "feed() takes bytes, got NoneType"),
+        (5, "feed() takes bytes, got int"),
+        (object(), "feed() takes bytes, got object"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("before", "rest"),
+    [(b"", b"data: b\n\n"), (b"data: a\r", b"\ndata: b\n\n"), (b"da", b"ta: b\n\n"), (BOM[:2], BOM[2:] + b"data: b\n\n")],
+)
+def test_anything_else_is_a_type_error_that_leaves_the_stream_as_it_was(
+    value: object, says: str, before: bytes, rest: bytes
+) -> None:
+    decoder = SSEDecoder()
+    events = decoder.feed(before)
+    with pytest.raises(TypeError) as info:
+        decoder.feed(value)  # type: ignore[arg-type]
+    assert str(info.value).startswith(says)
+    assert events + decoder.feed(rest) + decoder.flush() == events_of(before, rest)
+
+
 # --- real traffic ------------------------------------------------------------------
 
 

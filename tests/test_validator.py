@@ -956,6 +956,36 @@ def test_feed_after_finish_is_p11_and_finish_adds_nothing() -> None:
     assert validator.finish() == []
 
 
+def test_finish_twice_reports_once_and_returns_the_same() -> None:
+    validator = SequenceValidator()
+    validator.feed(bs(0, "text"))
+    first = validator.finish()
+    assert pairs(first) == [("P11", 1)]
+    assert validator.finish() == first
+    assert validator.violations == first
+
+
+FED_AFTER = "SequenceValidator.feed() after finish(): that stream has ended; use a new SequenceValidator for the next stream"
+
+
+@pytest.mark.parametrize(
+    "late", [td(0, "a"), usage(), fin(), chunk_to_json(bs(1, "text")), {"type": "text-delta"}, 42], ids=repr
+)
+@pytest.mark.parametrize("stream", [[*TEXT0, *STOP], [*TEXT0]], ids=["complete", "cut"])
+def test_feed_after_finish_raises_and_changes_nothing(stream: list[StreamChunk], late: Any) -> None:
+    validator = SequenceValidator()
+    for chunk in stream:
+        validator.feed(chunk)
+    ended = validator.finish()
+    with pytest.raises(RuntimeError) as info:
+        validator.feed(late)
+    assert str(info.value) == FED_AFTER
+    with pytest.raises(RuntimeError, match="after finish"):
+        validator.feed_unreadable("is not JSON")
+    assert validator.violations == ended
+    assert validator.finish() == ended
+
+
 def test_feed_returns_a_copy() -> None:
     validator = SequenceValidator()
     got = validator.feed(td(0, "a"))

@@ -230,3 +230,99 @@ def test_a_corrupt_cassette_fails_naming_the_file(project: pytest.Pytester, monk
     result.stdout.fnmatch_lines(["*cassette *test_f/test_calls.yaml is not valid YAML (line *)*"])
     assert "Traceback" not in result.stdout.str()
     assert "During handling" not in result.stdout.str()
+
+
+OVERLAP = IMPORTS + """
+import asyncio
+
+@pytest.mark.asyncio
+async def test_overlap(dsh_replay):
+    first, second = await asyncio.gather(
+        dsh_replay.stream(make_adapter(), make_options("a")),
+        dsh_replay.stream(make_adapter(), make_options("b")),
+        return_exceptions=True,
+    )
+    assert [type(c).__name__ for c in first][:2] == ["BlockStart", "TextDelta"]
+    assert isinstance(second, RuntimeError)
+    assert str(second) == (
+        "calls to dsh_replay.stream in one test must not overlap; await one before starting the next"
+    )
+    assert dsh_replay.turn.text == "one"
+"""
+
+
+def test_overlapping_calls_are_refused_and_the_first_is_recorded_alone(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.makepyfile(test_f=OVERLAP)
+    with provider(monkeypatch, streaming(ndjson("one")), streaming(ndjson("two"))) as emu:
+        project.runpytest("--record-mode=once").assert_outcomes(passed=1)
+        assert len(emu.requests) == 1
+    folder = project.path / "cassettes" / "test_f"
+    assert sorted(p.name for p in folder.iterdir()) == ["test_overlap.chunks.jsonl", "test_overlap.yaml"]
+    assert read_lines(folder / "test_overlap.chunks.jsonl") == golden_lines("one")
+    assert "follow_ups" not in (folder / "test_overlap.yaml").read_text()
+    # (no replay here: a replay does not wait on the network, so the two calls no
+    # longer overlap and the second finds nothing recorded for it)
+
+
+def test_an_unguarded_gather_fails_with_the_overlap_message(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    project.makepyfile(
+        test_f=IMPORTS
+        + """
+import asyncio
+
+@pytest.mark.asyncio
+async def test_overlap(dsh_replay):
+    await asyncio.gather(dsh_replay.stream(make_adapter(), make_options("a")), dsh_replay.stream(make_adapter(), make_options("b")))
+"""
+    )
+    with provider(monkeypatch):
+        result = project.runpytest("--record-mode=once")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["E *RuntimeError: calls to dsh_replay.stream in one test must not overlap; await one before starting the next"]
+    )
+    assert not (project.path / "cassettes").exists()  # nothing half-recorded is kept
+
+
+BAD_CALL = IMPORTS + """
+from dsh_replay import GenerateOptions, Message
+from echo_adapter import EchoAdapter
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("expect", [True, None])
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "says"),
+    [
+        ((object(), make_options()), {}, TypeError, "adapter must be an LlmAdapter instance, got object"),
+        ((EchoAdapter, make_options()), {}, TypeError, "adapter must be an LlmAdapter instance, got ABCMeta (pass an instance, not the class)"),
+        ((make_adapter(), None), {}, TypeError, "options must be a GenerateOptions, got NoneType"),
+        ((make_adapter(), {"model": "m", "messages": []}), {}, TypeError, "options must be a GenerateOptions, got dict"),
+        ((make_adapter(), make_options()), {"route": 3}, TypeError, "route must be a string or None, got int"),
+        ((make_adapter(), make_options()), {"route": ""}, ValueError, "route must be a non-empty string or None"),
+    ],
+)
+async def test_bad(dsh_replay, expect, args, kwargs, error, says):
+    with pytest.raises(error) as info:
+        await dsh_replay.stream(*args, expect_error=expect, **kwargs)
+    assert str(info.value) == "dsh_replay.stream(): " + says
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("flag", ["no", 1, 0])
+async def test_bad_flag(dsh_replay, flag):
+    with pytest.raises(TypeError) as info:
+        await dsh_replay.stream(make_adapter(), make_options(), expect_error=flag)
+    assert str(info.value) == (
+        f"dsh_replay.stream(): expect_error must be True, False or None (the marker decides), got {flag!r}"
+    )
+"""
+
+
+def test_wrong_arguments_are_refused_before_anything_runs(project: pytest.Pytester) -> None:
+    project.makepyfile(test_f=BAD_CALL)
+    with_marker = BAD_CALL.replace("@pytest.mark.asyncio\n", "@pytest.mark.asyncio\n@pytest.mark.dsh_replay(expect_error=True)\n")
+    project.makepyfile(test_g=with_marker)
+    result = project.runpytest("--record-mode=once", "-p", "no:randomly")
+    result.assert_outcomes(passed=30)
+    assert not (project.path / "cassettes").exists()  # no cassette, no golden with an AttributeError in it

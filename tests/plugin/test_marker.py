@@ -45,6 +45,17 @@ def test_cassette_names_the_file_and_tests_can_share_one(project: pytest.Pyteste
     project.runpytest().assert_outcomes(passed=3)
 
 
+def test_an_absolute_cassette_path_is_taken_as_it_is(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "abs"
+    project.makepyfile(test_m=IMPORTS + marked(f"cassette={str(elsewhere)!r}"))
+    record(project, monkeypatch)
+    assert sorted(p.name for p in elsewhere.parent.iterdir()) == ["abs.chunks.jsonl", "abs.yaml"]
+    assert not (project.path / "cassettes").exists()
+    project.runpytest().assert_outcomes(passed=1)
+
+
 def test_route_is_stored_in_the_cassette(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     project.makepyfile(test_m=IMPORTS + marked("route='echo-v2'"))
     record(project, monkeypatch)
@@ -206,6 +217,13 @@ def test_expect_error_fails_a_run_that_does_not_raise(project: pytest.Pytester, 
         ("speed=1e308", "dsh_replay marker argument replay speed must be a number from 0 to 100 *; got 1e+308"),
         ("cassette=3", "dsh_replay marker argument cassette must be a non-empty string"),
         ("route=''", "dsh_replay marker argument route must be a non-empty string"),
+        ("cassette='../../../escape'", "dsh_replay marker argument cassette='../../../escape' leaves the cassette folder; "
+         "a name or relative path stays inside it (no '..'), an absolute path may point anywhere"),
+        ("cassette='sub/../../x'", "dsh_replay marker argument cassette='sub/../../x' leaves the cassette folder; *"),
+        ("cassette='sub/dir/'", "dsh_replay marker argument cassette='sub/dir/' names a folder, not a file; "
+         "end it with the cassette's name, e.g. 'sub/name'"),
+        ("cassette='.'", "dsh_replay marker argument cassette='.' names a folder, not a file; *"),
+        ("cassette='sub/.'", "dsh_replay marker argument cassette='sub/.' names a folder, not a file; *"),
         ("fragmentation='zigzag'", "dsh_replay marker: unknown fragmentation 'zigzag'; valid: recorded, single, bytes, random, random:SEED*"),
         ("fragmentation=8", "dsh_replay marker argument fragmentation must be a string*"),
     ],
