@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import difflib
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 
 from ._chunks import StreamChunk
 from ._exceptions import ConfigError
@@ -54,6 +54,8 @@ class LlmRegistry:
                 f"routes must be a list of route names, not the string {routes!r}; "
                 f"write [{routes!r}]"
             )
+        if not isinstance(routes, Iterable):
+            raise ConfigError(f"routes must be a list of route names, got {routes!r}")
         routes = list(routes)
         if not routes:
             raise ConfigError("register_adapter needs at least one route; got an empty list")
@@ -88,6 +90,8 @@ class LlmRegistry:
 
     def resolve(self, route: str) -> LlmAdapter:
         """The adapter bound to ``route``; ``ConfigError`` listing the known routes otherwise."""
+        if not isinstance(route, str):
+            raise ConfigError(f"a route is a name (a str), got {route!r}; known routes: {', '.join(self.routes())}")
         try:
             return self._adapters[route]
         except KeyError:

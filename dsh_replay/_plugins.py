@@ -291,6 +291,12 @@ def load_plugins(
     Returns the context whose ``llm`` registry the plugins registered into. Every error is a
     ``ConfigError`` naming the file and, past the document's shape, the plugin.
     """
+    if registry is not None and not isinstance(registry, LlmRegistry):
+        raise ConfigError(f"load_plugins: registry must be an LlmRegistry or None, got {registry!r}")
+    if environ is not None and not (
+        isinstance(environ, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in environ.items())
+    ):
+        raise ConfigError("load_plugins: environ must be a mapping of variable names to str values (like os.environ)")
     path = Path(config_file)
     entries = _read_entries(path)
     environ = os.environ if environ is None else environ

@@ -577,6 +577,9 @@ def check_chunk_sequence(
     ``complete=False`` skips the end-of-stream check (P11), for the prefix an
     adapter yielded before it raised.
     """
+    if isinstance(chunks, (Mapping, str, bytes)):
+        # one chunk's dict (or a text) passed where the sequence goes: its keys would be "chunks"
+        raise TypeError(f"chunks must be a sequence of chunks, got a {type(chunks).__name__}; wrap one chunk in a list")
     validator = SequenceValidator(allow_interleaving=allow_interleaving, json_arguments=json_arguments)
     feed = validator._feed
     for chunk in chunks:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -298,3 +299,16 @@ def test_invalid_yaml_names_the_file_line_and_column(tmp_path: Path, text: str, 
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read plugin config"):
         load_plugins(tmp_path / "absent.yml")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"registry": {}}, "registry must be an LlmRegistry or None, got {}"),
+        ({"environ": {"MY_PROVIDER_API_KEY": 5}}, "environ must be a mapping of variable names to str values"),
+        ({"environ": [("MY_PROVIDER_API_KEY", "x")]}, "environ must be a mapping of variable names to str values"),
+    ],
+)
+def test_load_plugins_arguments_of_the_wrong_kind(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match="load_plugins: " + re.escape(message)):
+        load_plugins(EXAMPLES / "dsh.yml", **kwargs)  # type: ignore[arg-type]

@@ -65,3 +65,15 @@ def test_unknown_route_lists_known_routes_and_nearest() -> None:
 def test_adapter_is_abstract() -> None:
     with pytest.raises(TypeError):
         LlmAdapter()  # type: ignore[abstract]
+
+
+@pytest.mark.parametrize("route", [["a"], None, 5])
+def test_resolve_takes_a_route_name(route: object) -> None:
+    registry = LlmRegistry()
+    with pytest.raises(ConfigError, match=r"a route is a name \(a str\), got "):
+        registry.resolve(route)  # type: ignore[arg-type]
+
+
+def test_routes_must_be_a_list() -> None:
+    with pytest.raises(ConfigError, match="routes must be a list of route names, got 5"):
+        LlmRegistry().register_adapter(5, EchoAdapter())  # type: ignore[arg-type]

@@ -1175,3 +1175,9 @@ def test_an_unreadable_chunk_is_p1_and_keeps_positions_aligned() -> None:
     validator.feed({"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}})
     validator.finish()
     assert [(v.rule, v.position) for v in validator.violations] == [("P1", 0), ("P11", 3)]
+
+
+@pytest.mark.parametrize("chunks", [{"type": "finish", "reason": {"kind": "stop"}}, "chunks"])
+def test_one_chunk_or_a_text_where_the_sequence_goes_is_a_type_error(chunks: object) -> None:
+    with pytest.raises(TypeError, match="chunks must be a sequence of chunks, got a .*; wrap one chunk in a list"):
+        check_chunk_sequence(chunks)  # type: ignore[arg-type]
