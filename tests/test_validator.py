@@ -1179,5 +1179,5 @@ def test_an_unreadable_chunk_is_p1_and_keeps_positions_aligned() -> None:
 
 @pytest.mark.parametrize("chunks", [{"type": "finish", "reason": {"kind": "stop"}}, "chunks"])
 def test_one_chunk_or_a_text_where_the_sequence_goes_is_a_type_error(chunks: object) -> None:
-    with pytest.raises(TypeError, match="chunks must be a sequence of chunks, got a .*; wrap one chunk in a list"):
+    with pytest.raises(TypeError, match=r"chunks must be a sequence of chunks, got a .*; wrap one chunk in a list"):
         check_chunk_sequence(chunks)  # type: ignore[arg-type]
