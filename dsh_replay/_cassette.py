@@ -325,9 +325,12 @@ def unwritable_reason(path: Path) -> str | None:
 
     Asked before a recording starts, so that a call paid for is not lost at the end.
     """
-    if path.is_dir():
-        return f"{path} is a folder"
-    folder = next(parent for parent in path.absolute().parents if parent.exists())
+    try:
+        if path.is_dir():
+            return f"{path} is a folder"
+        folder = next(parent for parent in path.absolute().parents if parent.exists())
+    except OSError as exc:  # a name longer than the file system allows, a loop of links...
+        return f"{path} cannot be written: {exc.strerror or exc}"
     if not folder.is_dir():
         return f"{folder} is a file, so the folder for {path.name} cannot be made"
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -341,9 +344,15 @@ def atomic_write(path: Path, data: bytes) -> None:
     The file keeps the permission bits of the one it replaces; a new file gets
     the mode ``open(path, "w")`` would give it.
     """
+    if path.is_symlink():
+        # a golden or cassette kept elsewhere and linked in: update the file it
+        # points to, and keep the link
+        path = path.resolve()
     mode = _mode_to_keep(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    # A short name of its own: one derived from a long file name could pass the
+    # file system's name limit when the final name does not.
+    tmp = path.with_name(f".dsh-replay-{secrets.token_hex(8)}.tmp")
     # Not mkstemp, which forces 0600: created with 0666, the kernel applies the
     # umask itself (and any default ACL), exactly as for a plain open(). Reading
     # the umask instead (os.umask(0) then back) would briefly set it to 0 for

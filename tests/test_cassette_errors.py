@@ -15,7 +15,7 @@ import yaml
 from vcr.request import Request as VcrRequest
 
 from dsh_replay import CassetteError, use_cassette
-from dsh_replay._cassette import Cassette, Interaction, RecordedError, atomic_write
+from dsh_replay._cassette import Cassette, Interaction, RecordedError, atomic_write, unwritable_reason
 
 BODY = "data: hi\n\n"  # 10 bytes: fragments 4 + 6
 
@@ -305,3 +305,28 @@ def test_a_directory_in_the_way_is_named_and_leaves_no_temp_file(tmp_path: Path)
     assert caught.value.path == str(path)
     assert [p.name for p in tmp_path.iterdir()] == ["taken.yaml"]
     assert path.is_dir() and not list(path.iterdir())
+
+
+def test_a_symlinked_file_is_updated_through_the_link(tmp_path: Path) -> None:
+    target = tmp_path / "shared" / "hello.chunks.jsonl"
+    target.parent.mkdir()
+    target.write_bytes(b"old\n")
+    link = tmp_path / "cases" / "hello.chunks.jsonl"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    atomic_write(link, b"new\n")
+    assert link.is_symlink() and target.read_bytes() == b"new\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["hello.chunks.jsonl"]
+
+
+def test_a_name_just_under_the_limit_can_be_written(tmp_path: Path) -> None:
+    # the temporary file's name must not be longer than the final one's
+    path = tmp_path / ("x" * 240 + ".chunks.jsonl")
+    atomic_write(path, b"data\n")
+    assert path.read_bytes() == b"data\n"
+
+
+def test_a_name_over_the_limit_is_explained_before_anything_is_written(tmp_path: Path) -> None:
+    path = tmp_path / ("x" * 300 + ".yaml")
+    reason = unwritable_reason(path)
+    assert reason == f"{path} cannot be written: File name too long"
