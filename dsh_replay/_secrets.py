@@ -11,9 +11,10 @@ add a filter. Placeholders left by the scrubber never match.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "DEFAULT_QUERY_PARAMETERS",
@@ -94,12 +95,25 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("OpenAI API key", re.compile(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
     ("Google API key", re.compile(r"AIza[0-9A-Za-z_-]{30,}")),
     ("AWS access key id", re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("bearer token", re.compile(r"Bearer\s+(?!REDACTED\b)[A-Za-z0-9._~+/-]{16,}=*")),
+    # Auth schemes are case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" too.
+    # Unlike the others this pattern has no literal prefix; it costs ~10 ms per MB.
+    ("bearer token", re.compile(r"(?i:bearer)\s+(?!REDACTED\b)[A-Za-z0-9._~+/-]{16,}=*")),
 )
+
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
 def _starts_word(text: str, start: int) -> bool:
-    return start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")
+    if start == 0 or not _is_word_char(text[start - 1]):
+        return True
+    # In "token=%3DAIza…" the "D" ends a percent-escape, not a word: the key
+    # starts after "=". An escape of a word character ("%41") still joins the word.
+    escape = _ESCAPE.fullmatch(text, start - 3, start) if start >= 3 else None
+    return escape is not None and not _is_word_char(chr(int(escape.group(0)[1:], 16)))
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +146,8 @@ def find_secrets(value: object, field: str = "") -> Iterator[SecretHit]:
     while pending:
         field, value = pending.pop()
         if isinstance(value, bytes):
-            value = value.decode("utf-8", "replace")
+            yield from _bytes_secrets(value, field or "<value>")
+            continue
         if isinstance(value, str):
             yield from _string_secrets(value, field or "<value>")
             continue
@@ -149,8 +164,29 @@ def find_secrets(value: object, field: str = "") -> Iterator[SecretHit]:
 
 
 def _string_secrets(text: str, field: str) -> Iterator[SecretHit]:
-    # One hit per secret: the patterns run most specific first, and a match
-    # overlapping one already reported (sk-ant-… is also sk-…, "Bearer sk-…" is
+    """Secrets in ``text``, then those only its percent-decoded form shows.
+
+    The decoded text is scanned as well as the raw one (the word-start check
+    already finds a key after an escape, as in ``key=%3DAIza…``) for keys whose
+    own characters or separator are escaped: ``Bearer%20eyJ…``, ``sk%2Dproj…``,
+    a doubly encoded ``%253DAIza…``. The patterns are the same, so decoded text
+    is flagged only for what it would be flagged for unencoded: ordinary
+    encoded text (``caf%C3%A9``, ``%2Fv1%2Fchat``) stays clean. A key already
+    found raw (or a piece of it, cut short by an escape) is not reported again.
+    """
+    found = list(_matches(text))
+    yield from (SecretHit(kind, field, mask(secret)) for kind, secret in found)
+    decoded = unquote(text) if "%" in text else text
+    if decoded == text:
+        return
+    for kind, secret in _matches(decoded):
+        if not any(secret in seen or seen in secret for _, seen in found):
+            yield SecretHit(kind, f"{field} (percent-decoded)", mask(secret))
+
+
+def _matches(text: str) -> Iterator[tuple[str, str]]:
+    # One match per secret: the patterns run most specific first, and a match
+    # overlapping one already taken (sk-ant-… is also sk-…, "Bearer sk-…" is
     # also a bearer token) is the same secret.
     taken: list[tuple[int, int]] = []
     for kind, pattern in _PATTERNS:
@@ -159,4 +195,63 @@ def _string_secrets(text: str, field: str) -> Iterator[SecretHit]:
             if not _starts_word(text, start) or any(start < t_end and t_start < end for t_start, t_end in taken):
                 continue
             taken.append((start, end))
-            yield SecretHit(kind, field, mask(match.group(0)))
+            yield kind, match.group(0)
+
+
+# -- compressed bodies ---------------------------------------------------------
+
+# A body recorded with Content-Encoding gzip or deflate is stored compressed
+# (as ``!!binary``), where an echoed key is invisible to the patterns. Only the
+# stdlib codecs are tried: gzip (magic 1f 8b) and zlib-wrapped deflate (RFC 1950
+# header); brotli would need a dependency and raw deflate has no header to tell
+# it from other binary data. The output is capped, so a zip bomb costs memory
+# in proportion to the cap and well under a second; what came out before the
+# cap, or before a truncated or damaged stream ends, is still scanned. One layer only:
+# a compressed body inside a compressed body is not HTTP's doing.
+_INFLATE_LIMIT = 16 << 20
+_INFLATE_CHUNK = 64 << 10
+
+
+def _bytes_secrets(data: bytes, field: str) -> Iterator[SecretHit]:
+    yield from _string_secrets(data.decode("utf-8", "replace"), field)
+    codec = _codec(data)
+    if codec is not None:
+        name, wbits = codec
+        text = _inflate(data, wbits).decode("utf-8", "replace")
+        yield from _string_secrets(text, f"{field} (decompressed {name})")
+
+
+def _codec(data: bytes) -> tuple[str, int] | None:
+    """The stdlib codec whose header ``data`` starts with, as (name, zlib wbits)."""
+    if data[:2] == b"\x1f\x8b":
+        return "gzip", 16 + zlib.MAX_WBITS
+    # RFC 1950: method 8 (deflate), window <= 32 KiB, header a multiple of 31
+    if len(data) >= 2 and data[0] & 0x0F == 8 and data[0] >> 4 <= 7 and int.from_bytes(data[:2], "big") % 31 == 0:
+        return "deflate", zlib.MAX_WBITS
+    return None
+
+
+def _inflate(data: bytes, wbits: int) -> bytearray:
+    """At most ``_INFLATE_LIMIT`` bytes of what ``data`` decompresses to, over concatenated members."""
+    out = bytearray()
+    while data and len(out) < _INFLATE_LIMIT:
+        data = _inflate_member(data, wbits, out)
+    return out
+
+
+def _inflate_member(data: bytes, wbits: int, out: bytearray) -> bytes:
+    """Add one compressed stream's output to ``out``, up to the limit; return the input after the stream.
+
+    Fed in chunks so that a stream damaged partway still gives what came before the damage.
+    """
+    inflater = zlib.decompressobj(wbits)
+    for at in range(0, len(data), _INFLATE_CHUNK):
+        try:
+            out += inflater.decompress(data[at : at + _INFLATE_CHUNK], _INFLATE_LIMIT - len(out))
+        except zlib.error:
+            return b""
+        if inflater.eof:
+            return inflater.unused_data + data[at + _INFLATE_CHUNK :]
+        if len(out) >= _INFLATE_LIMIT:
+            break
+    return b""

@@ -15,7 +15,13 @@ import yaml
 from vcr.request import Request as VcrRequest
 
 from dsh_replay import CassetteError, use_cassette
-from dsh_replay._cassette import Cassette, Interaction, RecordedError, atomic_write, unwritable_reason
+from dsh_replay._cassette import (
+    Cassette,
+    Interaction,
+    RecordedError,
+    atomic_write,
+    unwritable_reason,
+)
 
 BODY = "data: hi\n\n"  # 10 bytes: fragments 4 + 6
 

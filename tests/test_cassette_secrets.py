@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,6 +99,45 @@ def test_an_echoed_key_refuses_the_write_and_leaves_no_file(
     assert KEY not in message  # the error shows a masked excerpt only
     assert caught.value.path == str(path)
     assert list(tmp_path.iterdir()) == []  # no cassette, no temp file
+
+
+GOOGLE_KEY = "AIza" + "SyD3f8Kq1Lm2Np3Or4St5Uv6Wx7Yz8Ab9Cd"
+
+
+def _gzip_echo() -> ScriptedResponse:
+    echo = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}"}}).encode()
+    return ScriptedResponse(status=401, headers={"content-encoding": "gzip"}, fragments=[gzip.compress(echo)])
+
+
+@pytest.mark.parametrize(
+    ("response", "found"),
+    [
+        (_gzip_echo(), "OpenAI API key found in interaction 0, field response.body.string (decompressed gzip)"),
+        (ScriptedResponse(status=302, headers={"location": f"/v1/next?x=1&token=%3D{GOOGLE_KEY}"}),
+         "Google API key found in interaction 0, field response.headers.location[0]"),
+        (ScriptedResponse.streaming(SSE, headers={"x-proxy-auth": "bearer abc123def456ghi789jkl"}),
+         "bearer token found in interaction 0, field response.headers.x-proxy-auth[0]"),
+    ],
+    ids=["gzip-body", "percent-encoded-location", "lowercase-bearer"],
+)
+def test_a_key_the_raw_text_hides_still_refuses_the_write(
+    emu: ProviderEmulator, tmp_path: Path, response: ScriptedResponse, found: str
+) -> None:
+    emu.add("POST", PATH, response)
+    path = tmp_path / "hidden.yaml"
+    with pytest.raises(CassetteError) as caught, use_cassette(path, "once"), httpx.Client() as client:
+        _post(client, emu.url(PATH), KEY, json={})
+    assert f"{found} (" in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_gzip_body_without_a_key_is_written(emu: ProviderEmulator, tmp_path: Path) -> None:
+    body = gzip.compress(b'{"error":{"message":"Incorrect API key provided: sk-test-***"}}')
+    emu.add("POST", PATH, ScriptedResponse(status=401, headers={"content-encoding": "gzip"}, fragments=[body]))
+    path = tmp_path / "clean-gzip.yaml"
+    with use_cassette(path, "once"), httpx.Client() as client:
+        _post(client, emu.url(PATH), KEY, json={})
+    assert Cassette.load(path).interactions[0].body == body
 
 
 def test_a_refused_write_keeps_the_previous_cassette(emu: ProviderEmulator, tmp_path: Path) -> None:

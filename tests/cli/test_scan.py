@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 from pathlib import Path
 
 from .conftest import run
@@ -69,3 +71,44 @@ def test_nested_yaml_aliases_are_walked_once(tmp_path: Path) -> None:
     assert result.code == 1
     assert result.out.splitlines()[0] == f"{tmp_path / 'bomb.yaml'}: OpenAI API key in l0[2]: sk-test-…"
     assert result.out.splitlines()[-1] == "scanned 1 file(s): 1 secret(s) found"
+
+
+def _cassette(uri: str, header: str, body: bytes) -> str:
+    """A cassette with one interaction: ``uri``, an ``x-proxy-auth`` header, a gzip ``!!binary`` body."""
+    return (
+        "interactions:\n"
+        f"- request: {{method: POST, uri: '{uri}', headers: {{x-proxy-auth: ['{header}']}}, body: ''}}\n"
+        "  response:\n"
+        "    status: {code: 401, message: Unauthorized}\n"
+        "    headers: {content-encoding: [gzip]}\n"
+        f"    body: {{string: !!binary '{base64.b64encode(gzip.compress(body)).decode()}'}}\n"
+    )
+
+
+def test_keys_hidden_by_encoding_are_found(tmp_path: Path) -> None:
+    google = "AIza" + "SyD3f8Kq1Lm2Np3Or4St5Uv6Wx7Yz8Ab9Cd"
+    (tmp_path / "hidden.yaml").write_text(_cassette(
+        f"https://example.test/v1/chat?x=1&token=%3D{google}",
+        "bearer abc123def456ghi789jkl",
+        f'{{"error": {{"message": "Incorrect API key provided: {KEY}"}}}}'.encode(),
+    ), encoding="utf-8")
+    result = run("scan", str(tmp_path))
+    assert result.code == 1
+    path = tmp_path / "hidden.yaml"
+    assert result.out.splitlines() == [
+        f"{path}: Google API key in interactions[0].request.uri: AIzaSyD3…",
+        f"{path}: bearer token in interactions[0].request.headers.x-proxy-auth[0]: bearer a…",
+        f"{path}: OpenAI API key in interactions[0].response.body.string (decompressed gzip): sk-test-…",
+        "remove them (scrub the header, query parameter or body) and rotate any real key",
+        "scanned 1 file(s): 3 secret(s) found",
+    ]
+    assert KEY not in result.out and google not in result.out
+
+
+def test_encoded_text_without_keys_is_clean(tmp_path: Path) -> None:
+    (tmp_path / "clean.yaml").write_text(_cassette(
+        "https://example.test/v1/search?q=caf%C3%A9%20au%20lait&next=%2Fv1%2Fchat%3Fstream%3Dtrue&key=REDACTED",
+        "bearer REDACTED",
+        b'{"error": {"message": "Incorrect API key provided: sk-test-***. The bearer of a key must keep it."}}',
+    ), encoding="utf-8")
+    assert run("scan", str(tmp_path)).out == "scanned 1 file(s): 0 secret(s) found\n"
