@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from ._adapter import LlmAdapter
+from ._cassette import atomic_write
 from ._chunks import StreamChunk
 from ._collect import Turn, collect
 from ._exceptions import CassetteError
@@ -188,6 +189,9 @@ class DshReplay:
         self._context: use_cassette | None = None
         self._calls = 0
         self._streaming = False
+        # goldens to write when the test has passed (and its cassette is written):
+        # (path, bytes, "written" | "updated")
+        self._pending_goldens: list[tuple[Path, bytes, str]] = []
 
     # -- running ---------------------------------------------------------------
 
@@ -288,12 +292,25 @@ class DshReplay:
             pytest.fail("the test expects the adapter to raise, but it finished normally", pytrace=False)
 
     def _judge(self, actual: bytes, recorded: bool, call: int) -> None:
+        staged: list[tuple[Path, bytes]] = []
         status, problem = judge_golden(
-            self.cassette_path, actual, update=self._settings.update_golden or recorded, call=call
+            self.cassette_path, actual, update=self._settings.update_golden or recorded, call=call,
+            write=lambda path, data: staged.append((path, data)),
         )
+        if staged:
+            # written at tear-down, once the test passed and its cassette is on disk:
+            # a golden must not describe a recording that was never kept
+            self._pending_goldens += [(path, data, status) for path, data in staged]
+            return
         self._tally.counts[f"goldens_{status}"] += 1
         if problem:
             pytest.fail(problem, pytrace=False)
+
+    def _write_goldens(self) -> None:
+        for path, data, status in self._pending_goldens:
+            atomic_write(path, data)
+            self._tally.counts[f"goldens_{status}"] += 1
+        self._pending_goldens.clear()
 
     def run(self, adapter: LlmAdapter, options: GenerateOptions, **kwargs: Any) -> list[StreamChunk]:
         """The synchronous twin of :meth:`stream`, for tests that are not async."""
@@ -306,21 +323,29 @@ class DshReplay:
     # -- tear-down -----------------------------------------------------------------
 
     def close(self, *, test_failed: bool = False) -> None:
-        """Write the cassette if it recorded; fail on interactions left unplayed.
+        """Write the cassette if it recorded, then the goldens; fail on interactions left unplayed.
 
+        ``test_failed``: the test did not pass (failed, skipped, interrupted).
+        Then nothing is written: a recording cut short, or made of errors the
+        test did not expect, must not replace a good cassette or become one.
         When the test itself failed, interactions it never got to play are a
         consequence, not news, so they are not reported a second time.
         """
         context, self._context = self._context, None
         if context is None or context.session is None:
+            if not test_failed:
+                self._write_goldens()
             return
         session = context.session
-        # a failed test tells the engine so: a rewrite that recorded nothing then keeps the old cassette
         failure = (_TestFailed, _TestFailed(), None) if test_failed else (None, None, None)
         try:
             context.__exit__(*failure)
         except CassetteError as exc:
             raise _failure(str(exc)) from None
+        if session.discarded:
+            self._tally.counts["cassettes_discarded"] += 1
+        if not test_failed:
+            self._write_goldens()
         self._tally.use(self.cassette_path)
         self._tally.counts["secrets_scrubbed"] += session.scrubbed
         if session.wrote:

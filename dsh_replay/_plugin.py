@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from ._collection import SETTINGS_KEY, TALLY_KEY, CassetteFile, has_metadata
+from ._collection import SETTINGS_KEY, TALLY_KEY, CassetteFile, CassetteItem, has_metadata
 from ._fixture import DshReplay, MarkerOptions, cassette_path_for
-from ._report import Tally
+from ._report import RunScope, Tally
 from ._settings import Settings, add_options
 
-_DESELECTED = pytest.StashKey[int]()
-_CALL_FAILED = pytest.StashKey[bool]()
+_SCOPE = pytest.StashKey[RunScope]()
+_CALL_PASSED = pytest.StashKey[bool]()
 
 
 def _pytest_recording_active(pluginmanager: pytest.PytestPluginManager) -> bool:
@@ -47,7 +47,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "dsh_replay_case: a test item replaying one cassette (collected)")
     config.stash[SETTINGS_KEY] = Settings.from_config(config)
     config.stash[TALLY_KEY] = Tally()
-    config.stash[_DESELECTED] = 0
+    if getattr(config, "workerinput", None) is None:
+        config.stash[_SCOPE] = RunScope()
+        config.pluginmanager.register(_RunWatcher(config), "dsh_replay.run")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistController(), "dsh_replay.xdist")
 
@@ -74,9 +76,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # Every test counts, not only ours: pytest-recording names its cassettes the same way.
     settings, tally = session.config.stash[SETTINGS_KEY], session.config.stash[TALLY_KEY]
     for item in session.items:
-        if isinstance(item, pytest.Function):
-            options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
-            tally.expect(cassette_path_for(item, settings, options))
+        cassette = _cassette_of(item, settings)
+        if cassette is not None:
+            tally.expect(cassette)
+
+
+def _cassette_of(item: pytest.Item, settings: Settings) -> Path | None:
+    if isinstance(item, CassetteItem):
+        return item.path
+    if isinstance(item, pytest.Function):
+        options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
+        return cassette_path_for(item, settings, options)
+    return None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -85,14 +96,19 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if report.when == "call":
-        item.stash[_CALL_FAILED] = report.failed
+        item.stash[_CALL_PASSED] = report.passed
+    if report.failed or report.skipped:  # skipped includes xfailed
+        # it may have stopped before some of its calls: none of its files is unused
+        cassette = _cassette_of(item, item.config.stash[SETTINGS_KEY])
+        if cassette is not None:
+            item.config.stash[TALLY_KEY].keep(cassette)
     return report
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
+    # under xdist this runs in the workers only; their tallies carry the count to the controller
     if items:
-        config = items[0].config
-        config.stash[_DESELECTED] = config.stash.get(_DESELECTED, 0) + len(items)
+        items[0].config.stash[TALLY_KEY].deselected += len(items)
 
 
 @pytest.fixture
@@ -101,7 +117,8 @@ def dsh_replay(request: pytest.FixtureRequest) -> Iterator[DshReplay]:
     config = request.config
     replay = DshReplay(request.node, config.stash[SETTINGS_KEY], config.stash[TALLY_KEY])
     yield replay
-    replay.close(test_failed=request.node.stash.get(_CALL_FAILED, False))
+    # skipped, xfailed, or never got to a report (Ctrl-C): not passed, so nothing is written
+    replay.close(test_failed=not request.node.stash.get(_CALL_PASSED, False))
 
 
 # -- the summary, once, also under pytest-xdist -----------------------------------
@@ -123,18 +140,63 @@ class _XdistController:
             config.stash[TALLY_KEY].merge(output["dsh_replay"])
 
 
+class _RunWatcher:
+    """Fills the :class:`RunScope` in the process that prints the summary.
+
+    Under xdist that is the controller: it collects nothing itself, but every
+    worker's test and collection reports are replayed to its hooks.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.scope = config.stash[_SCOPE]
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.scope.collect_errors += 1
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self.scope.finished.add(report.nodeid)
+        if report.failed and not hasattr(report, "wasxfail"):
+            self.scope.failed.add(report.nodeid)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        config = self.config
+        self.scope.collected = session.testscollected
+        self.scope.exitstatus = int(exitstatus)
+        # the controller has the same options as its workers, so a selection shows here too;
+        # --lf drops tests and whole files while collecting, with no deselection to count
+        self.scope.narrowed = bool(
+            config.getoption("keyword")
+            or config.getoption("markexpr")
+            or config.getoption("deselect", None)
+            or config.getoption("lf", False)
+            or any("::" in str(arg) for arg in config.args)
+        )
+        self.scope.some_paths = not _every_path(config)
+
+
+def _every_path(config: pytest.Config) -> bool:
+    """Did pytest start from the whole suite, not from paths named on the command line or a subfolder?
+
+    A folder of cassettes is shared by every module of the same name (with
+    ``dsh_replay_cassette_dir``, ``unit/test_api.py`` and ``e2e/test_api.py``
+    both use ``test_api/``), so even a run of whole files can miss a folder's
+    users: it may list what looks unused, but not delete it.
+    """
+    if any(str(arg).startswith("--ignore") for arg in config.invocation_params.args):
+        return False  # --ignore, --ignore-glob on this command line (in addopts they shape the suite)
+    if config.args_source is pytest.Config.ArgsSource.TESTPATHS:
+        return True
+    return config.args_source is pytest.Config.ArgsSource.INVOCATION_DIR and config.invocation_params.dir == config.rootpath
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     if getattr(config, "workerinput", None) is not None:
         return
-    # unused goldens and orphan cassettes only mean something when every test of a folder ran
-    complete = not (
-        config.stash.get(_DESELECTED, 0)
-        or config.getoption("keyword")
-        or config.getoption("markexpr")
-        or any("::" in str(arg) for arg in config.args)
-    )
-    settings = config.stash[SETTINGS_KEY]
-    lines = config.stash[TALLY_KEY].lines(complete_run=complete, root=config.rootpath, prune=settings.prune_unused)
+    tally, settings = config.stash[TALLY_KEY], config.stash[SETTINGS_KEY]
+    lines = tally.lines(scope=config.stash[_SCOPE], root=config.rootpath, prune=settings.prune_unused)
     if lines:
         terminalreporter.write_sep("-", "dsh-replay")
         for line in lines:

@@ -16,10 +16,11 @@ from ._chunks import BlockStart, StreamChunk
 from ._exceptions import CassetteError, ConfigError, DshReplayError
 from ._golden import golden_diff, golden_path_for
 from ._intercept import install, replay_response, uninstall
-from ._jsonl import dump_jsonl
+from ._jsonl import dump_jsonl, load_golden
 from ._options import GenerateOptions, Message
 from ._pacing import Fragmentation
 from ._routes import RouteTable
+from ._secrets import find_secrets
 from ._use_cassette import use_cassette
 from ._validator import SequenceValidator, Violation
 
@@ -183,30 +184,67 @@ def _judge_case(result: CaseResult, path: Path, *, update_golden: bool, unplayed
         result.problem = f"{unplayed} recorded interaction(s) were not played"
         return
     for call, outcome in enumerate(result.outcomes, start=1):
+        if update_golden and outcome.raised is not None and _golden_finished(path, call):
+            # an update would turn a stream that finished into the adapter's crash: that
+            # is a regression to look at, not an expected error to write down
+            golden = golden_path_for(path, call)
+            result.golden, result.short = "kept", "golden kept"
+            result.problem = (
+                f"golden {golden} was not updated: the adapter now raises {type(outcome.raised).__name__} "
+                f"({outcome.raised}) where the golden finished; if that error is intended, delete the golden "
+                "and run --update again"
+            )
+            return
         result.golden, result.problem = judge_golden(path, outcome.golden_bytes(), update=update_golden, call=call)
         if result.problem:
             result.short = f"golden {result.golden}"
             return
 
 
-def judge_golden(cassette: Path, actual: bytes, *, update: bool, call: int = 1, write_missing: bool = False) -> tuple[str, str]:
-    """(golden status, problem) after comparing — or writing — the golden of ``cassette``."""
+def _golden_finished(cassette: Path, call: int) -> bool:
+    """Whether the golden of ``call`` exists and ends in a finished stream, not a raised line."""
+    try:
+        return load_golden(golden_path_for(cassette, call)).raised is None
+    except (OSError, DshReplayError):
+        return False
+
+
+def judge_golden(
+    cassette: Path,
+    actual: bytes,
+    *,
+    update: bool,
+    call: int = 1,
+    write_missing: bool = False,
+    write: Callable[[Path, bytes], None] = atomic_write,
+) -> tuple[str, str]:
+    """(golden status, problem) after comparing — or writing — the golden of ``cassette``.
+
+    ``write`` puts a new or changed golden on disk (the fixture defers it to the
+    end of a test that passed). A golden that would hold a credential is refused:
+    an adapter's error message can quote a URL with its key.
+    """
     golden = golden_path_for(cassette, call)
     try:
         expected = golden.read_bytes()
     except FileNotFoundError:
-        if update or write_missing:
-            atomic_write(golden, actual)
-            return "written", ""
-        return "missing", f"golden {golden} is missing; write it with --update-golden (dsh-replay check --update)"
+        expected = None
+        if not (update or write_missing):
+            return "missing", f"golden {golden} is missing; write it with --update-golden (dsh-replay check --update)"
     except OSError as exc:  # a folder in its place, no permission...
         return "unreadable", f"golden {golden} cannot be read ({exc.strerror or exc}); make it a readable file"
     if expected == actual:
         return "matched", ""
-    if update:
-        atomic_write(golden, actual)
-        return "updated", ""
-    return "differs", golden_diff(expected, actual, name=str(golden))
+    if expected is not None and not update:
+        return "differs", golden_diff(expected, actual, name=str(golden))
+    leaks = [str(hit) for hit in find_secrets(actual.decode("utf-8", "replace"))]
+    if leaks:
+        return "refused", (
+            f"golden {golden} was not written: it would hold {', '.join(leaks)}; the adapter's output "
+            "quotes a credential (an error message with a URL?); keep keys out of what it raises"
+        )
+    write(golden, actual)
+    return ("written" if expected is None else "updated"), ""
 
 
 # -- trace ----------------------------------------------------------------------

@@ -9,7 +9,11 @@ A cassette is an orphan when no collected test uses it (collection records the
 cassette each ``dsh_replay`` test would open, so a skipped test's cassette is
 not an orphan). A golden is unused when nothing compared it and either its
 cassette was replayed (a golden for a call the test no longer makes, or a test
-that turned goldens off) or its cassette belongs to no test at all.
+that turned goldens off) or its cassette belongs to no test at all. A test that
+did not pass may have stopped before some of its calls, so its cassette and
+every golden of it count as used (:meth:`Tally.keep`).
+
+Whether the run may list and delete such files is :class:`RunScope`'s call.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from typing import Any
 
 from ._golden import GOLDEN_SUFFIX
 
-__all__ = ["Tally"]
+__all__ = ["RunScope", "Tally"]
+
+_SUBSET = "only a run of every test can tell what is unused"
 
 _COUNTERS = (
     "cassettes_recorded",
@@ -43,10 +49,16 @@ class Tally:
     goldens: set[str] = field(default_factory=set)
     folders: set[str] = field(default_factory=set)
     expected: set[str] = field(default_factory=set)
+    kept: set[str] = field(default_factory=set)
+    deselected: int = 0
 
     def expect(self, cassette: Path) -> None:
         """A collected test will open ``cassette`` (whether or not it gets to run)."""
         self.expected.add(str(cassette.resolve()))
+
+    def keep(self, cassette: Path) -> None:
+        """The test of ``cassette`` did not pass: the cassette and all its goldens count as used."""
+        self.kept.add(str(cassette.resolve()))
 
     def use(self, cassette: Path, golden: Path | None = None) -> None:
         self.cassettes.add(str(cassette.resolve()))
@@ -61,6 +73,8 @@ class Tally:
             "goldens": sorted(self.goldens),
             "folders": sorted(self.folders),
             "expected": sorted(self.expected),
+            "kept": sorted(self.kept),
+            "deselected": self.deselected,
         }
 
     def merge(self, data: dict[str, Any]) -> None:
@@ -69,12 +83,14 @@ class Tally:
         self.goldens.update(data.get("goldens", ()))
         self.folders.update(data.get("folders", ()))
         self.expected.update(data.get("expected", ()))
+        self.kept.update(data.get("kept", ()))
+        self.deselected += int(data.get("deselected", 0))
 
     def unused(self) -> tuple[list[Path], list[Path]]:
         """(goldens no test compared, cassettes no test used) in the folders the run touched."""
         goldens: list[Path] = []
         cassettes: list[Path] = []
-        known = self.cassettes | self.expected
+        known = self.cassettes | self.expected | self.kept
         for folder in sorted(self.folders):
             try:
                 paths = sorted(Path(folder).iterdir())
@@ -92,12 +108,14 @@ class Tally:
     def _golden_unused(self, golden: Path, known: set[str]) -> bool:
         folder = golden.parent.resolve()
         owners = [str(folder / (stem + ext)) for stem in _cassette_stems(golden) for ext in (".yaml", ".yml")]
+        if any(owner in self.kept for owner in owners):
+            return False  # its test did not pass: it may not have reached the call this golden is for
         if any(owner in self.cassettes for owner in owners):
             return True  # its cassette was replayed, yet nothing compared this golden
         return not any(owner in known for owner in owners)
 
-    def lines(self, *, complete_run: bool, root: Path, prune: bool = False) -> list[str]:
-        """The summary lines; with ``prune`` (and a complete run) the unused files are deleted."""
+    def lines(self, *, scope: RunScope, root: Path, prune: bool = False) -> list[str]:
+        """The summary lines; with ``prune`` (and a run ``scope`` allows it) the unused files are deleted."""
         c = self.counts
         if not (self.cassettes or any(c[name] for name in _COUNTERS)):
             return []
@@ -106,17 +124,67 @@ class Tally:
             _goldens_line(c),
             f"secrets scrubbed: {c['secrets_scrubbed']}",
         ]
-        if complete_run:
+        refusal = scope.refusal(deselected=self.deselected)
+        if scope.covers_every_test(deselected=self.deselected):
             goldens, cassettes = self.unused()
-            verb = ", deleted" if prune and (goldens or cassettes) else ""
+            delete = prune and refusal is None
+            verb = ", deleted" if delete and (goldens or cassettes) else ""
             out.append(f"unused goldens: {len(goldens)}{verb if goldens else ''}" + _listing(goldens, root))
             out.append(f"orphan cassettes: {len(cassettes)}{verb if cassettes else ''}" + _listing(cassettes, root))
-            if prune:
+            if delete:
                 for path in (*goldens, *cassettes):
                     path.unlink(missing_ok=True)
-        elif prune:
-            out.append("pruned: nothing (only a run of every test can tell what is unused)")
+        if prune and refusal is not None:
+            out.append(f"pruned: nothing ({refusal})")
         return out
+
+
+@dataclass
+class RunScope:
+    """How much of the suite a run covered: may it list unused files, may it delete them?
+
+    Judged by the process that prints the summary; under pytest-xdist that is
+    the controller, which receives every worker's test and collection reports,
+    while deselections happen in the workers and arrive in their :class:`Tally`.
+
+    - Listing needs every test: a test that was not selected (``-k``, ``-m``,
+      node ids, ``--lf``), was deselected (``--deselect``, any plugin), was not
+      collected (a collection error) or did not finish (``-x``, ``--maxfail``,
+      Ctrl-C) would leave its files looking unused.
+    - Deleting needs more: a run of the whole suite (``some_paths``: paths were
+      named, or pytest started below the rootdir; a folder is shared by the
+      modules of one name, and the others may not have run), with no failure
+      or error (exit status 0). A failing test's files are kept already
+      (:meth:`Tally.keep`), but a failing run is a poor witness (a broken
+      fixture or conftest, a half-done refactoring), and "only a complete,
+      green run prunes" is a rule users can predict. Skipped and xfailed tests
+      do not stop pruning (suites skip by platform or optional dependency);
+      their files are kept.
+    """
+
+    narrowed: bool = False
+    some_paths: bool = False
+    collected: int = 0
+    collect_errors: int = 0
+    finished: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    exitstatus: int = 0
+
+    def covers_every_test(self, *, deselected: int) -> bool:
+        return not (self.narrowed or deselected or self.collect_errors) and len(self.finished) >= self.collected
+
+    def refusal(self, *, deselected: int) -> str | None:
+        """Why nothing may be deleted, or None."""
+        if not self.covers_every_test(deselected=deselected):
+            return _SUBSET
+        if self.some_paths:
+            return "paths were named or pytest started in a subfolder; only a run of the whole suite prunes"
+        if self.failed:
+            n = len(self.failed)
+            return f"{n} test{'s' if n != 1 else ''} failed or errored; only a run where every test passes prunes"
+        if self.exitstatus != 0:
+            return f"the run ended with exit status {self.exitstatus}; only a run where every test passes prunes"
+        return None
 
 
 def _goldens_line(c: Counter[str]) -> str:

@@ -136,6 +136,7 @@ class CassetteSession:
         self.recorded = 0
         self.scrubbed = 0
         self.wrote = False
+        self.discarded = 0
         self._recorders: list[Recorder] = []
         self._can_replay = True
         self._can_record = False
@@ -261,11 +262,17 @@ class CassetteSession:
     def close(self, *, failed: bool = False) -> None:
         """Finish recordings the caller left open, then write the cassette if it changed.
 
-        ``failed``: the block raised. A ``rewrite`` that recorded nothing then keeps
-        the old cassette (the provider was down, say) instead of deleting it.
+        ``failed``: the block raised (or was interrupted). Then nothing is written
+        or deleted, and ``discarded`` counts what was recorded: a recording cut
+        short, or made of errors nobody expected, must not replace a good
+        cassette (``rewrite``) nor become one (``once``), which later runs would
+        replay instead of recording again.
         """
         for recorder in self._recorders:
             recorder.finish(complete=False)
+        if failed:
+            self.discarded = self.recorded
+            return
         if self.recorded and self.record_mode is RecordMode.ALL:
             self._drop_rerecorded()
         if self.recorded:

@@ -285,10 +285,29 @@ async def test_concurrent_streams_are_recorded_separately(emu: ProviderEmulator,
         assert await asyncio.gather(fetch(client, "/b"), fetch(client, "/a")) == live[::-1]
 
 
-def test_recordings_are_saved_when_the_block_raises(emu: ProviderEmulator, tmp_path: Path) -> None:
+def test_a_block_that_raises_writes_nothing(emu: ProviderEmulator, tmp_path: Path) -> None:
+    # a recording the block did not complete would otherwise be replayed by every later run
     emu.add("POST", "/v1/chat/completions", ScriptedResponse.streaming(BODY))
     path = tmp_path / "raised.yaml"
-    with pytest.raises(AssertionError, match="the test failed"), use_cassette(path, "once"):
+    with pytest.raises(AssertionError, match="the test failed"), use_cassette(path, "once") as session:
         httpx.post(emu.url("/v1/chat/completions"), json={})
         raise AssertionError("the test failed after the call")
-    assert Cassette.load(path).interactions[0].body == BODY
+    assert not path.exists()
+    assert (session.recorded, session.discarded, session.wrote) == (1, 1, False)
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, AssertionError])
+def test_a_rewrite_cut_short_keeps_the_old_cassette(emu: ProviderEmulator, tmp_path: Path, interrupt: type[BaseException]) -> None:
+    emu.add("POST", "/v1/chat/completions", ScriptedResponse.streaming(BODY), ScriptedResponse.streaming(b"data: new\n\n"))
+    path = tmp_path / "kept.yaml"
+    with use_cassette(path, "once"):
+        httpx.post(emu.url("/v1/chat/completions"), json={})
+    before = path.read_bytes()
+    with (
+        pytest.raises(interrupt),
+        use_cassette(path, "rewrite"),
+        httpx.stream("POST", emu.url("/v1/chat/completions"), json={}) as response,
+    ):
+        next(response.iter_raw())
+        raise interrupt()
+    assert path.read_bytes() == before

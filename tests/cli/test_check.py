@@ -181,6 +181,21 @@ def test_a_golden_that_cannot_be_read_fails_its_case_only(project: Path) -> None
     assert f"golden {Path('cassettes/my-provider/greeting.chunks.jsonl')} cannot be read (Is a directory)" in result.out
 
 
+def test_update_does_not_turn_a_finished_golden_into_a_crash(project: Path) -> None:
+    cassette = project / "cassettes" / "my-provider" / "greeting.yaml"
+    text = cassette.read_text(encoding="utf-8")
+    assert '{"text": "Hello"}' in text
+    cassette.write_text(text.replace('{"text": "Hello"}', '{"text": "Hello"]'), encoding="utf-8")  # same length
+    golden = cassette.with_name("greeting.chunks.jsonl")
+    before = golden.read_bytes()
+    result = run("check", "--update", "cassettes")
+    assert result.code == 1
+    assert re.search(r"greeting\s+my-provider\s+.*golden kept", result.out), result.out
+    assert "was not updated: the adapter now raises" in result.out
+    assert "where the golden finished; if that error is intended, delete the golden" in result.out
+    assert golden.read_bytes() == before
+
+
 def test_missing_paths_and_empty_folders(project: Path) -> None:
     result = run("check", "nowhere")
     assert (result.code, result.out) == (2, "")
