@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import IMPORTS, echo_test, ini, ndjson, provider, streaming, summary
+from .helpers import IMPORTS, echo_test, ndjson, provider, streaming, summary
 
 XDIST = ("-p", "xdist", "-n", "2")
 SUBSET = "pruned: nothing (only a run of every test can tell what is unused)"
@@ -144,35 +144,3 @@ def test_a_test_skipped_between_its_calls_keeps_its_later_golden(
     assert "unused goldens: 1, deleted (cassettes/test_ab/test_gone.chunks.jsonl)" in summary(result)
     assert not gone.exists()
     assert files(cassettes) == RECORDED
-
-
-@pytest.mark.parametrize("xdist", [(), XDIST], ids=["serial", "xdist"])
-def test_a_run_of_some_files_prunes_nothing(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
-) -> None:
-    # with one cassette dir, modules of the same name share a folder: unit/ alone cannot judge it
-    project.makeini(ini("dsh_replay_cassette_dir = cassettes"))
-    for package, test in (("unit", "test_one"), ("e2e", "test_two")):
-        project.mkpydir(package)
-        project.makepyfile(**{f"{package}/test_api": IMPORTS + echo_test(test)})
-    with provider(monkeypatch):
-        project.runpytest("--record-mode=once").assert_outcomes(passed=2)
-    folder = project.path / "cassettes" / "test_api"
-    recorded = sorted(p.name for p in folder.iterdir())
-    assert recorded == ["test_one.chunks.jsonl", "test_one.yaml", "test_two.chunks.jsonl", "test_two.yaml"]
-    for args in (["unit"], ["unit/test_api.py"], ["--ignore=e2e"]):
-        result = project.runpytest_subprocess(*xdist, *args, "--prune-unused")
-        result.assert_outcomes(passed=1)
-        assert summary(result)[-1] == PATHS  # listed as unused, maybe, but not deleted
-        assert sorted(p.name for p in folder.iterdir()) == recorded
-    # started in a folder below the rootdir, pytest runs that folder only
-    monkeypatch.chdir(project.path / "unit")
-    result = project.runpytest_subprocess(*xdist, "--prune-unused")
-    result.assert_outcomes(passed=1)
-    assert summary(result)[-1] == PATHS
-    assert sorted(p.name for p in folder.iterdir()) == recorded
-    # from the rootdir, without paths, it is the whole suite
-    monkeypatch.chdir(project.path)
-    result = project.runpytest_subprocess(*xdist, "--prune-unused")
-    result.assert_outcomes(passed=2)
-    assert summary(result)[3:] == ["unused goldens: 0", "orphan cassettes: 0"]
