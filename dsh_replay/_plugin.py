@@ -64,11 +64,35 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return CassetteFile.from_parent(parent, path=file_path)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         marker = item.get_closest_marker("dsh_replay")
         if marker is not None:
             MarkerOptions.from_marker(marker, item.nodeid)  # a bad argument stops the run here
+    _refuse_shared_derived_cassettes(config.stash[SETTINGS_KEY], items)
+
+
+def _refuse_shared_derived_cassettes(settings: Settings, items: list[pytest.Item]) -> None:
+    """Two tests whose names map to one cassette file would overwrite each other's recording.
+
+    Names are made file-safe (``a/b`` and ``a:b`` both become ``a-b``), and with one
+    cassette dir, modules of the same name share a folder. A cassette named in
+    the marker may be shared on purpose; a derived one never is.
+    """
+    owners: dict[Path, str] = {}
+    for item in items:
+        if not isinstance(item, pytest.Function) or "dsh_replay" not in item.fixturenames:
+            continue
+        options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
+        if options.cassette is not None:
+            continue
+        path = cassette_path_for(item, settings, options)
+        other = owners.setdefault(path, item.nodeid)
+        if other != item.nodeid:
+            raise pytest.UsageError(
+                f"dsh-replay: {other} and {item.nodeid} would both record into {path}; give one of them "
+                "its own cassette with @pytest.mark.dsh_replay(cassette=...) or rename it"
+            )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -9,6 +9,7 @@ import pytest
 from .helpers import (
     IMPORTS,
     SCRIPTED_SOURCE,
+    echo_test,
     golden_lines,
     ini,
     ndjson,
@@ -326,3 +327,27 @@ def test_wrong_arguments_are_refused_before_anything_runs(project: pytest.Pytest
     result = project.runpytest("--record-mode=once", "-p", "no:randomly")
     result.assert_outcomes(passed=30)
     assert not (project.path / "cassettes").exists()  # no cassette, no golden with an AttributeError in it
+
+
+def test_two_tests_whose_names_map_to_one_cassette_are_refused(project: pytest.Pytester) -> None:
+    # "a/b" and "a:b" both become "a-b" in a file name: one would overwrite the other's recording
+    source = IMPORTS + '''
+@pytest.mark.asyncio
+@pytest.mark.parametrize("case", ["a/b", "a:b"])
+async def test_x(dsh_replay, case):
+    await dsh_replay.stream(make_adapter(), make_options(case))
+'''
+    project.makepyfile(test_clash=source)
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*dsh-replay: test_clash.py::test_x[[]a/b[]] and test_clash.py::test_x[[]a:b[]] would both record into *test_x[[]a-b[]].yaml;*"]
+    )
+
+
+def test_a_cassette_named_in_the_marker_may_be_shared(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = '@pytest.mark.dsh_replay(cassette="shared")'
+    project.makepyfile(test_share=IMPORTS + echo_test("test_one", marker=shared) + echo_test("test_two", marker=shared))
+    with provider(monkeypatch):
+        result = project.runpytest("--record-mode=once", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
