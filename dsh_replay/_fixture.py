@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from ._adapter import LlmAdapter
-from ._cassette import atomic_write
+from ._cassette import RecordMode, atomic_write
 from ._chunks import StreamChunk
 from ._collect import Turn, collect
 from ._exceptions import CassetteError
@@ -207,6 +207,7 @@ class DshReplay:
         )
         try:
             session = self._context.__enter__()
+            session.keep_unasked = False
         except CassetteError as exc:
             self._context = None
             hint = ""
@@ -269,6 +270,13 @@ class DshReplay:
             # no recorded match, a corrupt cassette…: the message is the whole story
             raise _failure(str(exc)) from None
         recorded = session.recorded > recorded_before
+        if recorded and call == 1 and session.record_mode is RecordMode.ALL:
+            # re-recorded from the first call: the options are this run's, not the old ones
+            metadata = session.cassette.metadata
+            metadata["options"] = options.to_json()
+            if route:
+                metadata["route"] = route
+            metadata.pop("follow_ups", None)
         if recorded and call > 1:
             # later calls of the test are replayable without it too (collection, check)
             session.cassette.metadata.setdefault("follow_ups", []).append(options.to_json())

@@ -137,6 +137,10 @@ class CassetteSession:
         self.scrubbed = 0
         self.wrote = False
         self.discarded = 0
+        # "all": keep loaded interactions nobody asked for again (vcrpy's way). The
+        # fixture turns it off: its cassette is one test's, and what that test no
+        # longer asks for would only fail the next replay as unplayed.
+        self.keep_unasked = True
         self._recorders: list[Recorder] = []
         self._can_replay = True
         self._can_record = False
@@ -257,7 +261,7 @@ class CassetteSession:
         loaded = {id(interaction) for interaction in self._loaded}
         fresh = [i for i in self.cassette.interactions if id(i) not in loaded]
         kept = [old for old in self._loaded if not any(self._matches(new.request, old) for new in fresh)]
-        self.cassette.interactions = kept + fresh
+        self.cassette.interactions = (kept if self.keep_unasked else []) + fresh
 
     def close(self, *, failed: bool = False) -> None:
         """Finish recordings the caller left open, then write the cassette if it changed.

@@ -142,6 +142,23 @@ def test_a_cassette_recorded_with_all_replays(echo: pytest.Pytester, monkeypatch
     echo.runpytest().assert_outcomes(passed=1)
 
 
+def test_all_after_the_request_changed_keeps_only_what_the_test_asks_now(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the prompt changed, and the test makes one call instead of two
+    project.makepyfile(test_mode=TWO_CALLS)
+    monkeypatch.setenv("SECOND_CALL", "1")
+    record(project, monkeypatch, "old").assert_outcomes(passed=1)
+    assert len(cassette_of(project)[1]) == 2
+    monkeypatch.delenv("SECOND_CALL")
+    project.makepyfile(test_mode=TWO_CALLS.replace('make_options("a")', 'make_options("changed")'))
+    record(project, monkeypatch, "new", args=("--record-mode=all",)).assert_outcomes(passed=1)
+    metadata, interactions = cassette_of(project)
+    assert bodies(interactions) == [ndjson("new").decode()]
+    assert metadata["options"]["messages"][0]["content"] == "changed" and "follow_ups" not in metadata
+    project.runpytest().assert_outcomes(passed=1)  # the next replay has nothing left unplayed
+
+
 def test_rewrite_replaces_the_cassette(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     project.makepyfile(test_mode=TWO_CALLS)
     monkeypatch.setenv("SECOND_CALL", "1")
