@@ -18,8 +18,21 @@ provider has moved on); a tool call ends only when the adapter says so
 (``end``) or at ``finish`` — its fragments may still be coming. Because
 indexes are assigned when a block opens, they run 0, 1, 2… in emission order,
 ``block-end`` carries the exact concatenation, and ``finish`` comes last after
-``usage`` with ``tool-calls`` iff a tool-call block was emitted. An adapter
-that routes every piece through here cannot break P2-P12.
+``usage``. An adapter that routes every piece through here cannot break P2-P12.
+
+Two decisions are taken here, once for every route, and never by an adapter:
+
+- **The finish kind (P10).** ``finish`` is ``tool-calls`` if and only if a
+  tool-call block was emitted, whatever the provider said: Gemini (native and
+  its OpenAI-compatible endpoint) and Ollama say ``STOP``/``stop`` after a
+  tool call, and a ``tool_calls`` reason with no call left is a ``stop``. The
+  provider's own word is kept in ``raw``.
+- **Ids for calls that come without one.** Gemini and Ollama send no call id,
+  and Gemini's OpenAI-compatible endpoint sends ``"id": ""``. The id of a call
+  arrives with (or before) its name on every wire seen, so a call whose name
+  arrives while it has no id gets :func:`derived_call_id` — ``call_{n}_{name}``,
+  ``n`` being its 0-based position among the response's tool calls: the same
+  body always gives the same ids, and they are unique within one response.
 """
 
 from __future__ import annotations
@@ -45,7 +58,15 @@ from ._chunks import (
 )
 from ._exceptions import MalformedStreamError
 
-__all__ = ["BlockSequencer"]
+__all__ = ["BlockSequencer", "derived_call_id"]
+
+
+def derived_call_id(position: int, name: str) -> str:
+    """The id of a call the provider sent without one: stable across replays of one body.
+
+    ``position`` is the call's 0-based position among the response's tool calls.
+    """
+    return f"call_{position}_{name}"
 
 
 @dataclass(slots=True, eq=False)
@@ -59,6 +80,7 @@ class _Item:
     call_id: str = ""
     name: str = ""
     signature: str | None = None
+    position: int = 0  # among the response's tool calls, in order of first appearance
 
     @property
     def ready(self) -> bool:
@@ -78,6 +100,7 @@ class BlockSequencer:
         self._live: dict[Hashable, _Item] = {}
         self._next_index = 0
         self._tool_blocks = 0
+        self._tool_items = 0
         self._ended_calls: set[Hashable] = set()
         self._call_ids: set[str] = set()
         self._finished = False
@@ -117,7 +140,11 @@ class BlockSequencer:
         name: str | None = None,
         arguments: str = "",
     ) -> list[StreamChunk]:
-        """A fragment of tool call ``key``: its id and name when first known, raw argument text."""
+        """A fragment of tool call ``key``: its id and name when first known, raw argument text.
+
+        ``None`` or ``""`` means "not in this fragment". A call named while it has
+        no id gets :func:`derived_call_id` (see the module docstring).
+        """
         item = self._item(key, "tool-call")
         became_ready = False
         if call_id and not item.call_id:
@@ -126,6 +153,8 @@ class BlockSequencer:
         # continuation fragments may carry "name": "" — the first name stands
         if name and not item.name:
             item.name = name
+            if not item.call_id:
+                item.call_id = derived_call_id(item.position, name)
             became_ready = item.ready
         if arguments:
             self._piece(item, arguments)
@@ -167,6 +196,7 @@ class BlockSequencer:
                 f"{'id' if not item.call_id else 'name'}; cannot emit it"
             )
         self._out.append(UsageChunk(usage=usage))
+        # P10, for every route: the blocks decide, the provider's reason is only kept as raw
         self._out.append(
             Finish(reason=FinishReason(kind="tool-calls" if self._tool_blocks else "stop", raw=raw_reason))
         )
@@ -198,6 +228,9 @@ class BlockSequencer:
             # a second block for one call would repeat its id (P12)
             raise MalformedStreamError(f"tool call {key!r} received more content after it ended")
         item = _Item(key=key, kind=kind)
+        if kind == "tool-call":
+            item.position = self._tool_items
+            self._tool_items += 1
         self._live[key] = item
         current = self._current
         if current is not None and current.kind != "tool-call":

@@ -1,6 +1,9 @@
 """Record the bundled cassettes from their scripted sources.
 
-    python -m tests.make_cassettes [ROUTE ...]
+    python -m tests.make_cassettes [ROUTE | ROUTE/CASE ...]
+
+``ROUTE/CASE`` records that one case only (``openai-compatible/gemini-compat-tool-call``),
+leaving the route's other cassettes as they are.
 
 For each case in ``tests/cassette_cases/<route>.py``: start the loopback
 provider emulator, point the route's real adapter at it, record the exchange
@@ -60,19 +63,31 @@ async def record(route: str, case: Case, folder: Path) -> Path:
     return path
 
 
-async def main(routes: list[str]) -> int:
+def selected(targets: list[str]) -> list[tuple[str, Case]]:
+    """The cases that ``ROUTE`` or ``ROUTE/CASE`` arguments name, in order; an unknown case is an error."""
+    out: list[tuple[str, Case]] = []
+    for target in targets:
+        route, _, name = target.partition("/")
+        cases = [case for case in cases_for(route) if not name or case.name == name]
+        if not cases:
+            known = ", ".join(case.name for case in cases_for(route))
+            raise SystemExit(f"no case {name!r} for route {route!r}; its cases: {known}")
+        out += [(route, case) for case in cases]
+    return out
+
+
+async def main(targets: list[str]) -> int:
     table = RouteTable.load()
     failed = 0
-    for route in routes:
-        for case in cases_for(route):
-            path = await record(route, case, CASSETTES)
-            for golden in path.parent.glob(f"{case.name}*.chunks.jsonl"):
-                golden.unlink()
-            result = await replay_case(path, table, update_golden=True)
-            failed += not result.ok
-            print(f"{route:18} {case.name:32} {result.verdict}")
-            if not result.ok:
-                print(result.problem)
+    for route, case in selected(targets):
+        path = await record(route, case, CASSETTES)
+        for golden in path.parent.glob(f"{case.name}*.chunks.jsonl"):
+            golden.unlink()
+        result = await replay_case(path, table, update_golden=True)
+        failed += not result.ok
+        print(f"{route:18} {case.name:32} {result.verdict}")
+        if not result.ok:
+            print(result.problem)
     return 1 if failed else 0
 
 

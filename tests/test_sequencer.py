@@ -136,6 +136,36 @@ def test_tool_call_waits_for_its_id_and_name() -> None:
     assert shapes(out) == [("start", 0, "tool-call"), ("tool-call-delta", 0, "c", '{"x":1}')]
 
 
+def test_a_call_named_without_an_id_gets_a_derived_id_from_its_position() -> None:
+    # Gemini, Ollama and Gemini's OpenAI-compatible endpoint ("id": "") send calls without ids
+    seq = BlockSequencer()
+    out = seq.text("Checking.")
+    out += seq.tool_call("a", call_id="", name="get_weather", arguments='{"city":"Paris"}')
+    out += seq.tool_call("b", call_id="given_1", name="get_time", arguments="{}")
+    out += seq.tool_call("c", name="get_weather", arguments='{"city":"Rome"}')
+    out += seq.finish(usage=USAGE, raw_reason="stop")
+    assert check_chunk_sequence(out) == []
+    turn = collect(out)
+    # n counts tool calls only (not the text block), in order of first appearance
+    assert [c.id for c in turn.tool_calls] == ["call_0_get_weather", "given_1", "call_2_get_weather"]
+    assert turn.finish_reason is not None and (turn.finish_reason.kind, turn.finish_reason.raw) == ("tool-calls", "stop")
+
+
+def test_derived_ids_are_the_same_for_the_same_pieces() -> None:
+    def ids() -> list[str]:
+        seq = BlockSequencer()
+        out = seq.tool_call(0, name="f", arguments="{}") + seq.tool_call(1, name="f", arguments="{}")
+        return [c.id for c in collect(out + seq.finish(usage=USAGE)).tool_calls]
+
+    assert ids() == ids() == ["call_0_f", "call_1_f"]
+
+
+def test_finish_kind_follows_the_blocks_not_the_provider_reason() -> None:
+    seq = BlockSequencer()
+    reason = collect(seq.text("no call after all") + seq.finish(usage=USAGE, raw_reason="tool_calls")).finish_reason
+    assert reason is not None and (reason.kind, reason.raw) == ("stop", "tool_calls")
+
+
 def test_a_call_that_never_gets_a_name_is_malformed() -> None:
     seq = BlockSequencer()
     seq.tool_call(0, call_id="c", arguments="{}")

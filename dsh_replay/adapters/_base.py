@@ -56,6 +56,7 @@ __all__ = [
     "count",
     "history_arguments",
     "merge_extra",
+    "nonempty_str",
     "parse_json",
 ]
 
@@ -76,6 +77,11 @@ def count(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
+
+
+def nonempty_str(value: object) -> str | None:
+    """``value`` if it is a non-empty str, else None: providers send null, ``""`` or odd types alike."""
+    return value if isinstance(value, str) and value else None
 
 
 def merge_extra(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,9 +31,9 @@ Event mapping: every SSE event is a whole ``GenerateContentResponse``
   reasoning block it has nowhere to go in the protocol and is dropped.
 - A ``functionCall`` part arrives whole: one tool-call block with one delta,
   the JSON text of ``args`` (``{}`` when absent). Gemini API models send no
-  call id: we use ``functionCall.id`` when present and otherwise derive
-  ``call_{n}_{name}``, ``n`` being the call's 0-based position in the response,
-  so the same body always gives the same ids (unique within one response).
+  call id: ``functionCall.id`` is used when present, and otherwise the
+  sequencer derives ``call_{n}_{name}`` (``n``: the call's 0-based position in
+  the response), as for every route, so the same body always gives the same ids.
 - Vertex AI streamed arguments (``willContinue`` + ``partialArgs`` with
   ``jsonPath``, closed by an empty ``functionCall``) are rebuilt into the
   arguments object and emitted as one delta when the call completes: the wire
@@ -46,7 +46,8 @@ Event mapping: every SSE event is a whole ``GenerateContentResponse``
   ``candidatesTokenCount`` (thought tokens are *not* added; they are
   ``reasoningTokens``), ``cachedInputTokens`` = ``cachedContentTokenCount``.
 - ``finishReason`` (``STOP``, ``MAX_TOKENS``, ``SAFETY`` …; ``STOP`` even for tool
-  calls) goes to ``raw``. A later chunk may still carry usage, so ``finish`` is
+  calls) goes to ``raw``; the kind is the sequencer's (``tool-calls`` iff a call
+  was emitted, P10). A later chunk may still carry usage, so ``finish`` is
   emitted when the body ends, provided a finish reason was seen; a body that
   ends without one raises :class:`StreamInterruptedError`. A prompt blocked
   before any candidate (``promptFeedback.blockReason``) ends the turn with that
@@ -80,6 +81,7 @@ from ._base import (
     count,
     history_arguments,
     merge_extra,
+    nonempty_str,
     parse_json,
 )
 
@@ -240,7 +242,7 @@ class GeminiTranslator(Translator[SSEEvent]):
             raise MalformedStreamError(f"functionCall without a name: {call}", route=self.route)
         key = self._next_key()
         args = orjson.dumps(call.get("args") or {}).decode()
-        out = self.seq.tool_call(key, call_id=self._call_id(call, key), name=name, arguments=args)
+        out = self.seq.tool_call(key, call_id=nonempty_str(call.get("id")), name=name, arguments=args)
         return out + self.seq.end(key)
 
     def _streamed_call(self, call: dict[str, Any]) -> list[StreamChunk]:
@@ -252,7 +254,7 @@ class GeminiTranslator(Translator[SSEEvent]):
             key = self._next_key()
             args = call.get("args")
             self._streamed = _StreamedCall(key, dict(args) if isinstance(args, dict) else {})
-            out += self.seq.tool_call(key, call_id=self._call_id(call, key), name=name)
+            out += self.seq.tool_call(key, call_id=nonempty_str(call.get("id")), name=name)
         if self._streamed is None:
             raise MalformedStreamError(f"partial functionCall before its name: {call}", route=self.route)
         for partial in call.get("partialArgs") or ():
@@ -271,11 +273,6 @@ class GeminiTranslator(Translator[SSEEvent]):
         key = ("call", self._calls)
         self._calls += 1
         return key
-
-    @staticmethod
-    def _call_id(call: dict[str, Any], key: tuple[str, int]) -> str:
-        given = call.get("id")
-        return given if isinstance(given, str) and given else f"call_{key[1]}_{call.get('name')}"
 
     def _take_usage(self, metadata: object) -> None:
         if not isinstance(metadata, dict):

@@ -24,13 +24,14 @@ Event mapping, one JSON object per line:
   accepted too, so a body from either endpoint can be traced.
 - ``message.tool_calls`` arrive whole, ``arguments`` as an object (serialized to
   JSON text for the one delta; a string is passed through). Ollama gives no id
-  before v0.12 and sometimes none after: we use ``id`` when present and otherwise
-  derive ``call_{n}_{name}``, ``n`` being the call's 0-based position in the
-  response — stable for the same body, unique within one response.
+  before v0.12 and sometimes none after: ``id`` is used when present, and
+  otherwise the sequencer derives ``call_{n}_{name}`` (``n``: the call's 0-based
+  position in the response), as for every route — stable for the same body.
 - The line with ``done: true`` is terminal: its own content first, then usage
   (``prompt_eval_count`` → input, ``eval_count`` → output; 0 when absent) and
   finish with ``raw`` = ``done_reason`` (``stop``, ``length``, ``load`` …).
-  Ollama says ``stop`` even after tool calls; the finish kind follows the blocks.
+  Ollama says ``stop`` even after tool calls; the finish kind is the
+  sequencer's (``tool-calls`` iff a call was emitted, P10).
 - An ``{"error": "..."}`` line raises. Ollama writes it when generation fails
   after the 200 status was sent, i.e. a server-side failure, so an error the
   payload does not classify becomes a :class:`ServerError` (no status attached:
@@ -61,6 +62,7 @@ from ._base import (
     count,
     history_arguments,
     merge_extra,
+    nonempty_str,
 )
 
 __all__ = ["OllamaAdapter"]
@@ -157,11 +159,9 @@ class OllamaTranslator(Translator[object]):
             raise MalformedStreamError(f"tool call without a function name: {call}", route=self.route)
         key = ("call", self._calls)
         self._calls += 1
-        given = call.get("id")
-        call_id = given if isinstance(given, str) and given else f"call_{key[1]}_{name}"
         arguments = function.get("arguments")
         text = arguments if isinstance(arguments, str) else orjson.dumps(arguments or {}).decode()
-        return self.seq.tool_call(key, call_id=call_id, name=name, arguments=text) + self.seq.end(key)
+        return self.seq.tool_call(key, call_id=nonempty_str(call.get("id")), name=name, arguments=text) + self.seq.end(key)
 
     def _stream_error(self, payload: dict[str, Any]) -> Exception:
         error = self.error(payload)

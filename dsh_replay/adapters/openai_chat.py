@@ -20,8 +20,14 @@ later fragment carrying ``"name": ""`` does not rename the call (the sequencer
 keeps the first name). Dialects seen in real traffic (``FORMAT-NOTES.md``):
 reasoning in ``reasoning_content`` (DeepSeek, vLLM, z.ai) or ``reasoning``
 (Groq, OpenRouter), Mistral ``content`` as a list of text/thinking parts, a
-whole call in one delta without ``index`` (its position stands in), usage on
-the finish chunk, in a trailing ``choices: []`` chunk, or in ``x_groq.usage``.
+whole call in one delta without ``index`` (Mistral, Gemini: its position
+stands in, and an entry with a name starts a new call), usage on the
+finish chunk, in a trailing ``choices: []`` chunk, or in ``x_groq.usage``.
+Gemini's endpoint (``generativelanguage.googleapis.com/v1beta/openai``) sends
+``"id": ""``: the sequencer derives ``call_{n}_{name}``, as for native Gemini;
+its ``extra_content`` (a thought signature) has no place in the protocol. A
+``finish_reason`` of ``stop`` after tool calls (Gemini) still finishes
+``tool-calls``: the sequencer decides the kind for every route (P10).
 
 When finish is emitted
 ----------------------
@@ -55,6 +61,7 @@ from ._base import (
     Translator,
     count,
     merge_extra,
+    nonempty_str,
     parse_json,
 )
 
@@ -66,10 +73,6 @@ __all__ = [
 ]
 
 _NO_USAGE = Usage(input_tokens=0, output_tokens=0)
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def sequence_of(value: object) -> Sequence[Any]:
@@ -179,22 +182,22 @@ class ChatTranslator(Translator[SSEEvent]):
             out += self._reasoning(delta)
             out += self._content(delta.get("content"))
             # a refusal is what the model said instead of an answer; it stays visible as text
-            out += self.seq.text(_str(delta.get("refusal")) or "")
+            out += self.seq.text(nonempty_str(delta.get("refusal")) or "")
             for position, call in enumerate(sequence_of(delta.get("tool_calls"))):
                 if isinstance(call, dict):
                     out += self._tool_call(position, call)
-        reason = _str(choice.get("finish_reason"))
+        reason = nonempty_str(choice.get("finish_reason"))
         if reason is not None:
             self._reason = reason
         return out
 
     def _reasoning(self, delta: Mapping[str, Any]) -> list[StreamChunk]:
         # one field or the other, never both: some servers mirror one into the other
-        text = _str(delta.get("reasoning_content")) or _str(delta.get("reasoning"))
+        text = nonempty_str(delta.get("reasoning_content")) or nonempty_str(delta.get("reasoning"))
         out = self.seq.reasoning(text) if text else []
         # OpenRouter: the signature of Claude thinking rides in reasoning_details
         for detail in sequence_of(delta.get("reasoning_details")):
-            signature = _str(detail.get("signature")) if isinstance(detail, dict) else None
+            signature = nonempty_str(detail.get("signature")) if isinstance(detail, dict) else None
             if signature:
                 out += self.seq.reasoning("", signature=signature)
         return out
@@ -208,7 +211,7 @@ class ChatTranslator(Translator[SSEEvent]):
             if not isinstance(part, dict):
                 continue
             if part.get("type") == "text":
-                out += self.seq.text(_str(part.get("text")) or "")
+                out += self.seq.text(nonempty_str(part.get("text")) or "")
             elif part.get("type") == "thinking":
                 for text in _texts(part.get("thinking")):
                     out += self.seq.reasoning(text)
@@ -217,29 +220,33 @@ class ChatTranslator(Translator[SSEEvent]):
     def _tool_call(self, position: int, call: Mapping[str, Any]) -> list[StreamChunk]:
         function = call.get("function")
         function = function if isinstance(function, dict) else {}
-        index = call.get("index")
-        call_id = _str(call.get("id"))
-        # Mistral and Groq send a whole call with no index: its position in the delta stands in
-        key = self._tool_key(index if type(index) is int else position, call_id)
+        call_id, name = nonempty_str(call.get("id")), nonempty_str(function.get("name"))
         arguments = function.get("arguments")
         if isinstance(arguments, dict):  # a few servers send an object instead of JSON text
             arguments = orjson.dumps(arguments).decode()
-        return self.seq.tool_call(
-            key,
-            call_id=call_id,
-            name=_str(function.get("name")),
-            arguments=arguments if isinstance(arguments, str) else "",
-        )
+        arguments = arguments if isinstance(arguments, str) else ""
+        if not (call_id or name or arguments):
+            return []  # nothing for the call (Gemini: an entry holding only extra_content)
+        index = call.get("index")
+        if type(index) is int:
+            key = self._tool_key(index, call_id)
+        else:
+            # Mistral and Gemini send whole calls with no index: the position in the delta
+            # stands in, and a named entry is a new call (parallel calls one chunk each are
+            # all at position 0, and Gemini's all have "id": "")
+            key = self._tool_key(position, call_id, new=name is not None)
+        # no id (Gemini's ""): the sequencer derives one
+        return self.seq.tool_call(key, call_id=call_id, name=name, arguments=arguments)
 
-    def _tool_key(self, index: int, call_id: str | None) -> Hashable:
+    def _tool_key(self, index: int, call_id: str | None, *, new: bool = False) -> Hashable:
         """The sequencer key of a fragment: by id when known, else by index.
 
         A new id on an index already taken by another call starts a new call
-        (servers that number every call 0).
+        (servers that number every call 0), as does ``new``.
         """
         key = self._by_id.get(call_id) if call_id else None
         if key is None:
-            key = self._by_index.get(index)
+            key = None if new else self._by_index.get(index)
             if key is None or (call_id and self._id_of.get(key, call_id) != call_id):
                 key = ("tool", self._calls)
                 self._calls += 1
@@ -254,7 +261,7 @@ def _texts(parts: object) -> Iterable[str]:
     if isinstance(parts, str):
         yield parts
     for part in sequence_of(parts):
-        text = _str(part.get("text")) if isinstance(part, dict) else _str(part)
+        text = nonempty_str(part.get("text")) if isinstance(part, dict) else nonempty_str(part)
         if text:
             yield text
 

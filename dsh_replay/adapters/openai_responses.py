@@ -64,6 +64,7 @@ from ._base import (
     Translator,
     count,
     merge_extra,
+    nonempty_str,
     parse_json,
 )
 
@@ -114,10 +115,6 @@ def responses_usage(response: object) -> Usage:
     )
 
 
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 class ResponsesTranslator(Translator[SSEEvent]):
     """Responses API events → sequencer calls (see the module docstring)."""
 
@@ -136,7 +133,7 @@ class ResponsesTranslator(Translator[SSEEvent]):
         if not isinstance(payload, dict):
             raw = event.data.encode()
             raise MalformedStreamError(f"an event is not a JSON object: {raw[:80]!r}", raw=raw, route=self.route)
-        kind = _str(payload.get("type")) or event.event
+        kind = nonempty_str(payload.get("type")) or event.event
         if kind == "error":
             raise self.error(payload)
         handler = self._HANDLERS.get(kind)
@@ -147,14 +144,14 @@ class ResponsesTranslator(Translator[SSEEvent]):
     def _ref(self, payload: Mapping[str, Any]) -> str:
         """The item an event belongs to: its ``item_id``, else what sits at ``output_index``."""
         index = payload.get("output_index")
-        return _str(payload.get("item_id")) or self._ids.get(index if type(index) is int else -1) or f"#{index}"
+        return nonempty_str(payload.get("item_id")) or self._ids.get(index if type(index) is int else -1) or f"#{index}"
 
     def _item_added(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
         item = payload.get("item")
         if not isinstance(item, dict):
             return []
         index = payload.get("output_index")
-        ref = _str(item.get("id")) or f"#{index}"
+        ref = nonempty_str(item.get("id")) or f"#{index}"
         if type(index) is int:
             self._ids[index] = ref
         if item.get("type") != "function_call":
@@ -164,13 +161,13 @@ class ResponsesTranslator(Translator[SSEEvent]):
 
     def _arguments(self, ref: str, text: object, item: Mapping[str, Any] | None = None) -> list[StreamChunk]:
         key = self._calls.setdefault(ref, ("call", ref))
-        if _str(text):
+        if nonempty_str(text):
             self._with_arguments.add(ref)
         return self.seq.tool_call(
             key,
-            call_id=_str(item.get("call_id")) if item else None,
-            name=_str(item.get("name")) if item else None,
-            arguments=_str(text) or "",
+            call_id=nonempty_str(item.get("call_id")) if item else None,
+            name=nonempty_str(item.get("name")) if item else None,
+            arguments=nonempty_str(text) or "",
         )
 
     def _arguments_delta(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
@@ -187,7 +184,7 @@ class ResponsesTranslator(Translator[SSEEvent]):
         item = payload.get("item")
         if not isinstance(item, dict) or item.get("type") != "function_call":
             return []
-        ref = _str(item.get("id")) or self._ref(payload)
+        ref = nonempty_str(item.get("id")) or self._ref(payload)
         # the whole arguments when no delta brought them; id and name again, so that an
         # item whose output_item.added was missed can still open
         late = None if ref in self._with_arguments else item.get("arguments")
@@ -197,27 +194,27 @@ class ResponsesTranslator(Translator[SSEEvent]):
 
     def _text(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
         key = ("text", self._ref(payload), payload.get("content_index"))
-        return self.seq.text(_str(payload.get("delta")) or "", key=key)
+        return self.seq.text(nonempty_str(payload.get("delta")) or "", key=key)
 
     def _summary(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
         key = ("summary", self._ref(payload), payload.get("summary_index"))
-        return self.seq.reasoning(_str(payload.get("delta")) or "", key=key)
+        return self.seq.reasoning(nonempty_str(payload.get("delta")) or "", key=key)
 
     def _reasoning_text(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
         key = ("reasoning", self._ref(payload), payload.get("content_index"))
-        return self.seq.reasoning(_str(payload.get("delta")) or "", key=key)
+        return self.seq.reasoning(nonempty_str(payload.get("delta")) or "", key=key)
 
     # -- terminal events ----------------------------------------------------------------------
 
     def _completed(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
         response = payload.get("response")
         status = response.get("status") if isinstance(response, dict) else None
-        return self.finish(responses_usage(response), _str(status) or "completed")
+        return self.finish(responses_usage(response), nonempty_str(status) or "completed")
 
     def _incomplete(self, payload: Mapping[str, Any]) -> list[StreamChunk]:
         response = payload.get("response")
         details = response.get("incomplete_details") if isinstance(response, dict) else None
-        reason = _str(details.get("reason")) if isinstance(details, dict) else None
+        reason = nonempty_str(details.get("reason")) if isinstance(details, dict) else None
         return self.finish(responses_usage(response), reason or "incomplete")
 
     def _failed(self, payload: Mapping[str, Any]) -> list[StreamChunk]:

@@ -383,6 +383,81 @@ async def test_a_new_id_on_a_reused_index_is_a_new_call() -> None:
     assert calls(turn(await trace(body, "openai-compatible"))) == [("c1", "f", {"a": 1}), ("c2", "g", {"b": 2})]
 
 
+def gemini_call(name: str, arguments: str, **extra: Any) -> dict[str, Any]:
+    """A call as generativelanguage.googleapis.com/v1beta/openai streams it: whole, "id": "", no index."""
+    return {"function": {"arguments": arguments, "name": name}, "id": "", "type": "function", **extra}
+
+
+@pytest.mark.asyncio
+async def test_gemini_compat_call_with_an_empty_id_gets_a_derived_id_and_finishes_tool_calls() -> None:
+    body = sse(chunk({"role": "assistant", "tool_calls": [gemini_call("get_weather", '{"city":"Paris"}')]}, "stop",
+                     usage={"completion_tokens": 21, "prompt_tokens": 94, "total_tokens": 115}))
+    outcome = await trace(body, "openai-compatible")
+    result = turn(outcome)
+    assert calls(result) == [("call_0_get_weather", "get_weather", {"city": "Paris"})]
+    assert result.finish_reason is not None
+    assert (result.finish_reason.kind, result.finish_reason.raw) == ("tool-calls", "stop")
+    assert result.usage == Usage(input_tokens=94, output_tokens=21)
+
+
+@pytest.mark.asyncio
+async def test_gemini_compat_calls_in_separate_chunks_stay_separate_calls() -> None:
+    # each call in its own chunk, all at position 0 with "id": "": a named entry is a new call
+    body = sse(
+        chunk({"content": "Checking.", "role": "assistant"}),
+        chunk({"role": "assistant", "tool_calls": [gemini_call("get_weather", '{"city":"Paris"}')]}),
+        chunk({"role": "assistant", "tool_calls": [gemini_call("get_weather", '{"city":"Tokyo"}')]}),
+        chunk({"role": "assistant"}, "stop", usage={"completion_tokens": 30, "prompt_tokens": 97}),
+    )
+    result = turn(await trace(body, "openai-compatible"))
+    assert result.text == "Checking."
+    assert calls(result) == [
+        ("call_0_get_weather", "get_weather", {"city": "Paris"}),
+        ("call_1_get_weather", "get_weather", {"city": "Tokyo"}),
+    ]
+    assert result.finish_reason is not None and result.finish_reason.kind == "tool-calls"
+
+
+@pytest.mark.asyncio
+async def test_gemini_compat_thought_signature_entries_add_no_call() -> None:
+    # Gemini 3 puts a thought signature in extra_content, on the call or in an entry of its own
+    signature = {"extra_content": {"google": {"thought_signature": "EjQKMgEMOdbHJChLX75QUCJjyYlm"}}}
+    body = sse(
+        chunk({"role": "assistant", "tool_calls": [gemini_call("read", '{"path":"a.md"}', **signature), signature]}),
+        chunk({"role": "assistant"}, "stop", usage={"completion_tokens": 9, "prompt_tokens": 40}),
+    )
+    result = turn(await trace(body, "openai-compatible"))
+    assert calls(result) == [("call_0_read", "read", {"path": "a.md"})]
+
+
+@pytest.mark.asyncio
+async def test_a_given_id_is_kept_and_derived_ids_count_every_call() -> None:
+    # a call that has an id keeps it; an id-less one after it is still numbered by its position
+    body = sse(
+        chunk({"tool_calls": [{"id": "jm4owj31", "function": {"arguments": "{}", "name": "f"}, "type": "function"},
+                              gemini_call("g", "{}")]}, "stop", usage={"completion_tokens": 1, "prompt_tokens": 1}),
+    )
+    assert calls(turn(await trace(body, "openai-compatible"))) == [("jm4owj31", "f", {}), ("call_1_g", "g", {})]
+
+
+@pytest.mark.asyncio
+async def test_xai_whole_call_in_one_delta_with_cumulative_usage_on_every_chunk() -> None:
+    def usage(completion: int) -> dict[str, Any]:
+        return {"prompt_tokens": 412, "completion_tokens": completion, "total_tokens": 412 + completion,
+                "prompt_tokens_details": {"text_tokens": 412, "cached_tokens": 384}, "num_sources_used": 0}
+
+    call = {"id": "call_58413027", "function": {"name": "get_weather", "arguments": '{"city":"Berlin"}'}, "index": 0, "type": "function"}
+    body = sse(
+        chunk({"role": "assistant", "tool_calls": [call]}, usage=usage(20)),
+        chunk({"content": "", "role": "assistant"}, "tool_calls", usage=usage(29)),
+    )
+    outcome = await trace(body, "openai-compatible")
+    assert types(outcome) == ["block-start", "tool-call-delta", "block-end", "usage", "finish"]
+    result = turn(outcome)
+    assert calls(result) == [("call_58413027", "get_weather", {"city": "Berlin"})]
+    assert result.usage == Usage(input_tokens=412, output_tokens=29, cached_input_tokens=384)
+
+
 @pytest.mark.asyncio
 async def test_groq_usage_in_x_groq_and_reasoning_field() -> None:
     groq_usage = {"prompt_tokens": 17, "completion_tokens": 30, "completion_tokens_details": {"reasoning_tokens": 20}}

@@ -10,7 +10,15 @@ recordings in ``shared/real-traffic`` (``groq__*``, ``mistral__*``, ``other__*``
 - **Mistral** (``https://api.mistral.ai/v1``): a whole tool call without
   ``index`` sharing its chunk with ``finish_reason`` and usage;
 - **vLLM** on a workstation (``http://localhost:8000/v1``): ``reasoning_content``,
-  ``stop_reason`` beside ``finish_reason``, and the ``include_usage`` chunk.
+  ``stop_reason`` beside ``finish_reason``, and the ``include_usage`` chunk;
+- **Gemini's OpenAI-compatible endpoint**
+  (``https://generativelanguage.googleapis.com/v1beta/openai``, see
+  https://ai.google.dev/gemini-api/docs/openai): keys in alphabetical order, no
+  ``finish_reason`` key until the last chunk, each call whole in one delta with
+  ``"id": ""`` and no ``index`` (several calls in one delta, or one chunk each),
+  ``finish_reason: "stop"`` even after tool calls, usage on the finishing chunk;
+- **xAI** (``https://api.x.ai/v1``): a whole call (with ``index``) in one
+  delta, and a cumulative usage on every chunk.
 """
 
 # ruff: noqa: RUF001 - look-alike non-ASCII characters (multiplication sign, fullwidth
@@ -18,6 +26,7 @@ recordings in ``shared/real-traffic`` (``groq__*``, ``mistral__*``, ``other__*``
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from . import Case
@@ -36,6 +45,8 @@ from .openai import (
 GROQ = "https://api.groq.com/openai/v1"
 MISTRAL = "https://api.mistral.ai/v1"
 VLLM = "http://localhost:8000/v1"
+GEMINI = "https://generativelanguage.googleapis.com/v1beta/openai"
+XAI = "https://api.x.ai/v1"
 
 GROQ_MODEL = "llama-3.3-70b-versatile"
 QWEN = "Qwen/Qwen3-8B"
@@ -238,6 +249,129 @@ def _rate_limited() -> Case:
                 [error_response(429, body, headers, indent=None)], base_url=GROQ)
 
 
+def _mistral_incremental() -> Case:
+    # as mistral-incremental-tool-call in vercel/ai's fixtures: the call opens with its id,
+    # name and "" arguments; the continuation repeats "type" with "name": "" (which must not
+    # rename the call) and brings the whole arguments; the finish chunk carries the usage
+    s = ChatStream(id="735e4348c1f04b6e9a2d3c5b7f8e0a14", created=1767234800, model="mistral-medium-2508",
+                   service_tier=None, obfuscate=False, usage_null=False)
+    s.chunk({"tool_calls": [{"id": "chatcmpl-tool-9f14c74c42f265b3", "type": "function",
+                             "function": {"name": "get_weather", "arguments": ""}, "index": 0}],
+             "index": 0, "content": ""})
+    s.chunk({"tool_calls": [{"type": "function", "function": {"name": "", "arguments": '{"city": "Lyon"}'},
+                             "index": 0}], "index": 0, "content": ""})
+    s.chunk({"index": 0, "content": ""}, "tool_calls",
+            usage={"prompt_tokens": 171, "total_tokens": 185, "completion_tokens": 14,
+                   "prompt_tokens_details": {"cached_tokens": 128}})
+    headers = {"content-type": "text/event-stream; charset=utf-8", "mistral-correlation-id": "019b7d41-2a6c-7e08-b3f1-5c9a0d2e8f47",
+               "x-kong-request-id": "6a0c2e4f8b1d3a5c7e9f0b2d", "x-envoy-upstream-service-time": "241"}
+    return Case("mistral-continuation-empty-name", ask("mistral-medium-2508", "Weather in Lyon?", tools=[WEATHER]),
+                LOCAL_PATH, [streamed(s.done(), headers)], base_url=MISTRAL)
+
+
+GEMINI_MODEL = "gemini-2.5-flash"
+GEMINI_PATH = "/v1beta/openai/chat/completions"
+GEMINI_HEADERS = {
+    "content-type": "text/event-stream",
+    "vary": "Origin, X-Origin, Referer",
+    "server-timing": "gfet4t7; dur=688",
+    "x-content-type-options": "nosniff",
+    "x-xss-protection": "0",
+    "alt-svc": 'h3=":443"; ma=2592000,h3-29=":443"; ma=2592000',
+}
+
+
+def gemini_chunk(response_id: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
+                 usage: dict[str, int] | None = None) -> bytes:
+    """A chunk as the endpoint writes it: keys sorted, null fields left out."""
+    choice: dict[str, Any] = {"delta": delta, "index": 0}
+    if finish is not None:
+        choice["finish_reason"] = finish
+    payload: dict[str, Any] = {"choices": [choice], "created": created, "id": response_id, "model": model,
+                               "object": "chat.completion.chunk"}
+    if usage is not None:
+        payload["usage"] = usage
+    return data(json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
+
+
+def gemini_call(name: str, arguments: str) -> dict[str, Any]:
+    return {"function": {"arguments": arguments, "name": name}, "id": "", "type": "function"}
+
+
+def gemini_usage(prompt: int, completion: int) -> dict[str, int]:
+    return {"completion_tokens": completion, "prompt_tokens": prompt, "total_tokens": prompt + completion}
+
+
+def _gemini_tool_call() -> Case:
+    # one chunk: the whole call ("id": "", no index), finish_reason "stop" and the usage
+    rid, created = "kDJeaPjWDZXqnvgP3M6R4AU", 1767236400
+    events = [
+        gemini_chunk(rid, created, GEMINI_MODEL, {"role": "assistant", "tool_calls": [
+            gemini_call("get_weather", '{"city":"Paris","unit":"celsius"}')]}, "stop", gemini_usage(94, 21)),
+        data("[DONE]"),
+    ]
+    return Case("gemini-compat-tool-call",
+                ask(GEMINI_MODEL, "What's the weather in Paris, in celsius?", tools=[WEATHER]), GEMINI_PATH,
+                [streamed(events, {**GEMINI_HEADERS, "x-goog-request-id": "3e7a1c9b5d2f4806"})], base_url=GEMINI)
+
+
+def _gemini_parallel() -> Case:
+    # two calls in one delta (as native Gemini sends two functionCall parts in one chunk)
+    rid, created = "nzJeaLeRB_7onvgPq_mB-Ak", 1767236460
+    calls = [gemini_call("get_weather", '{"city":"Paris"}'), gemini_call("get_weather", '{"city":"Tokyo"}')]
+    events = [
+        gemini_chunk(rid, created, GEMINI_MODEL, {"role": "assistant", "tool_calls": calls}, "stop",
+                     gemini_usage(97, 30)),
+        data("[DONE]"),
+    ]
+    return Case("gemini-compat-parallel-tool-calls",
+                ask(GEMINI_MODEL, "Compare the weather in Paris and Tokyo.", tools=[WEATHER]), GEMINI_PATH,
+                [streamed(events, {**GEMINI_HEADERS, "x-goog-request-id": "8b0d2f4a6c1e3957"})], base_url=GEMINI)
+
+
+def _gemini_text_then_calls() -> Case:
+    # text deltas, then each call in its own chunk (both at position 0, both "id": ""),
+    # then a closing chunk with only the role, finish_reason "stop" and the usage
+    rid, created = "0DNeaNq2L8HInvgPyoqS8Qs", 1767236520
+    events = [gemini_chunk(rid, created, GEMINI_MODEL, {"content": piece, "role": "assistant"})
+              for piece in ["I'll check the", " weather in Paris and the local", " time there."]]
+    events += [
+        gemini_chunk(rid, created, GEMINI_MODEL, {"role": "assistant", "tool_calls": [
+            gemini_call("get_weather", '{"city":"Paris"}')]}),
+        gemini_chunk(rid, created, GEMINI_MODEL, {"role": "assistant", "tool_calls": [
+            gemini_call("get_current_time", "{}")]}),
+        gemini_chunk(rid, created, GEMINI_MODEL, {"role": "assistant"}, "stop", gemini_usage(121, 37)),
+        data("[DONE]"),
+    ]
+    return Case("gemini-compat-text-then-tool-calls",
+                ask(GEMINI_MODEL, "What's the weather in Paris, and what time is it there?", tools=[WEATHER, CLOCK]),
+                GEMINI_PATH,
+                [streamed(events, {**GEMINI_HEADERS, "x-goog-request-id": "c4e6a8b0d2f13579"}, merge=[0])],
+                base_url=GEMINI)
+
+
+def _xai_whole_call() -> Case:
+    # xAI sends a call whole in one delta (with index 0) and a cumulative usage on every chunk
+    def xai_usage(completion: int) -> dict[str, Any]:
+        return {"prompt_tokens": 412, "completion_tokens": completion, "total_tokens": 412 + completion,
+                "prompt_tokens_details": {"text_tokens": 412, "audio_tokens": 0, "image_tokens": 0, "cached_tokens": 384},
+                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                              "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+                "num_sources_used": 0}
+
+    s = ChatStream(id="c5a3e0f2-7b19-4d6e-a8c4-2f0b9d1e6a73", created=1767237000, model="grok-3",
+                   fingerprint="fp_0d42a4eb3d", service_tier=None, obfuscate=False, usage_null=False)
+    call = {"id": "call_58413027", "function": {"name": "get_weather", "arguments": '{"city":"Berlin","unit":"celsius"}'},
+            "index": 0, "type": "function"}
+    s.raw({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}], "usage": xai_usage(29)})
+    s.raw({"choices": [{"index": 0, "delta": {"content": "", "role": "assistant"}, "finish_reason": "tool_calls"}],
+           "usage": xai_usage(29)})
+    headers = {"content-type": "text/event-stream", "vary": "origin, access-control-request-method, access-control-request-headers",
+               "x-zero-data-retention": "false", "cf-cache-status": "DYNAMIC"}
+    return Case("xai-whole-tool-call", ask("grok-3", "What's the weather in Berlin, in celsius?", tools=[WEATHER]),
+                LOCAL_PATH, [streamed(s.done(), headers)], base_url=XAI)
+
+
 CASES = [
     _text(),
     _tool_call(),
@@ -250,4 +384,9 @@ CASES = [
     _followup(),
     _error_mid_stream(),
     _rate_limited(),
+    _mistral_incremental(),
+    _gemini_tool_call(),
+    _gemini_parallel(),
+    _gemini_text_then_calls(),
+    _xai_whole_call(),
 ]
