@@ -71,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate = _command(
         commands, "validate", "run the ordering rules on chunk files (FILE:LINE: RULE message)",
         "Run rules P1-P12 on JSONL chunk files (goldens, or logs of any harness). One line per\n"
-        "violation, FILE:LINE: RULE message. A line that is not a chunk is a P1 violation. Exit 1 on any.",
+        "violation, FILE:LINE: RULE message. A line that is not a chunk is a P1 violation. Exit 1 on any.\n"
+        "A file that is no chunk file at all (a cassette, a raw SSE/NDJSON body) gets one line saying\n"
+        "which command reads it instead, and exit 2.",
         "dsh-replay validate cassettes/openai/text.chunks.jsonl",
     )
     validate.add_argument("files", nargs="+", metavar="FILE")
@@ -110,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     scan = _command(
         commands, "scan", "look for credentials in cassettes and goldens",
         "Scan YAML/JSON(L) files for credential-shaped strings (OpenAI, Anthropic, Google, AWS keys,\n"
-        "bearer tokens). Exit 1 on any hit, naming the file and the field.",
+        "bearer tokens): every parsed value, by field, and the raw text, by line (comments, escaped JSON,\n"
+        "base64 and gzip bodies decoded). Each sighting once, masked. Exit 1 on any hit.",
         "dsh-replay scan cassettes",
     )
     scan.add_argument("paths", nargs="*", default=["cassettes"], metavar="PATHS")
@@ -120,13 +123,15 @@ def build_parser() -> argparse.ArgumentParser:
         "Call the real provider once and record the exchange into CASSETTE (+ its golden). The key\n"
         "comes from the route's environment variable: OPENAI_API_KEY (openai, openai-responses),\n"
         "OPENAI_COMPATIBLE_API_KEY, DEEPSEEK_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY,\n"
-        "OLLAMA_API_KEY (optional), or <ROUTE>_API_KEY for configured routes. Refused when CI is set.",
+        "OLLAMA_API_KEY (optional), or <ROUTE>_API_KEY for configured routes. Refused when CI is set.\n"
+        "An existing CASSETTE or golden is kept unless --force is given.",
         "dsh-replay record --route openai --options options.json --out cassettes/openai/hello.yaml",
     )
     record.add_argument("--route", required=True)
     record.add_argument("--options", required=True, metavar="FILE", help="GenerateOptions as JSON")
     record.add_argument("--out", required=True, metavar="CASSETTE")
     record.add_argument("--base-url", default=None, metavar="URL", help="the provider's root URL (a proxy, a local server)")
+    record.add_argument("--force", action="store_true", help="overwrite an existing CASSETTE and its golden")
     record.add_argument("--plugins", default=None, metavar="YAML", help=_PLUGINS_HELP)
 
     routes = _command(
@@ -150,7 +155,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return run_check(args.paths, out, update=args.update, fragmentation=args.fragmentation, as_json=args.json,
                          routes=_routes(args), progress=err)
     if command == "validate":
-        return run_validate(args.files, out)
+        return run_validate(args.files, out, err)
     if command == "trace":
         return run_trace(args.route, args.file, out, err, fragmentation=args.fragmentation,
                          drop_reasoning=args.drop_reasoning, routes=_routes(args))
@@ -161,7 +166,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if command == "scan":
         return run_scan(args.paths, out)
     if command == "record":
-        return run_record(args.route, args.options, args.out, args.base_url, out, routes=_routes(args))
+        return run_record(args.route, args.options, args.out, args.base_url, out, routes=_routes(args),
+                          force=args.force)
     return run_routes(out, _routes(args))
 
 

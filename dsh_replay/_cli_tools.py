@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import difflib
 import os
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
@@ -26,7 +27,7 @@ from ._options import GenerateOptions
 from ._pacing import Fragmentation
 from ._replay import Outcome, case_options, judge_golden, run_adapter, trace_body
 from ._routes import RouteTable
-from ._secrets import find_secrets
+from ._secrets import Located, find_file_secrets
 from ._use_cassette import use_cassette
 
 __all__ = ["run_diff", "run_record", "run_routes", "run_scan", "run_show", "run_trace"]
@@ -296,7 +297,8 @@ def run_scan(paths: Sequence[str], out: TextIO) -> int:
             raise DshReplayError(f"{path}: no such file or folder")
     hits = 0
     for path in files:
-        for hit in find_secrets(_scan_value(path)):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for hit in find_file_secrets(text, _located_values(path, text)):
             hits += 1
             out.write(f"{path}: {hit}\n")
     if hits:
@@ -306,30 +308,72 @@ def run_scan(paths: Sequence[str], out: TextIO) -> int:
 
 
 _SCANNED = (".yaml", ".yml", ".jsonl", ".json")
+_BINARY_TAG = "tag:yaml.org,2002:binary"
 
 
-def _scan_value(path: Path) -> Any:
-    """What to scan in a file: its YAML/JSON data, so a hit names the field; else the text."""
-    text = path.read_text(encoding="utf-8", errors="replace")
+def _located_values(path: Path, text: str) -> list[Located]:
+    """A file's parsed values with their fields and lines, so a hit names its field.
+
+    A line or a file that does not parse gives none: the raw text scan reads it.
+    """
     if path.suffix == ".jsonl":
-        lines: dict[str, Any] = {}
-        for number, line in enumerate(text.splitlines(), start=1):
+        values: list[Located] = []
+        for number, line in enumerate(text.split("\n"), start=1):
             try:
-                lines[f"line {number}"] = orjson.loads(line)
+                values.append(Located(f"line {number}", orjson.loads(line), number, number))
             except orjson.JSONDecodeError:
-                lines[f"line {number}"] = line
-        return lines
+                continue
+        return values
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:
-        return text
+        return []
+    return list(_yaml_values(root)) if root is not None else []
+
+
+def _yaml_values(root: yaml.Node) -> Iterator[Located]:
+    """Every scalar of a YAML document (keys too), named as :func:`find_secrets` names fields.
+
+    Nodes, not loaded values, because a node knows its lines. A node reached again
+    through an alias is walked once (see ``find_secrets`` on alias bombs).
+    """
+    seen: set[int] = set()
+    pending: list[tuple[str, yaml.Node]] = [("", root)]
+    while pending:
+        field, node = pending.pop()
+        if isinstance(node, yaml.ScalarNode):
+            first, end = node.start_mark.line + 1, node.end_mark
+            # a block scalar ends at the start of the line after it
+            last = end.line + 1 if end.column else end.line
+            yield Located(field or "<value>", _scalar_value(node), first, max(first, last))
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        children: list[tuple[str, yaml.Node]] = []
+        if isinstance(node, yaml.MappingNode):
+            for key, item in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else "?"
+                children += [(field, key), (f"{field}.{name}" if field else str(name), item)]
+        elif isinstance(node, yaml.SequenceNode):
+            children = [(f"{field}[{position}]", item) for position, item in enumerate(node.value)]
+        pending += reversed(children)
+
+
+def _scalar_value(node: yaml.ScalarNode) -> str | bytes:
+    if node.tag == _BINARY_TAG:
+        try:
+            return base64.b64decode("".join(str(node.value).split()), validate=True)
+        except ValueError:  # binascii.Error: not base64 after all; the raw text scan still reads it
+            pass
+    return str(node.value)
 
 
 # -- record / routes ------------------------------------------------------------------
 
 
 def run_record(route: str, options_file: str, out_path: str, base_url: str | None, out: TextIO,
-               routes: RouteTable | None = None) -> int:
+               routes: RouteTable | None = None, *, force: bool = False) -> int:
     if os.environ.get("CI"):
         raise ConfigError("record is refused because CI is set: CI only replays. Record locally and commit.")
     try:
@@ -341,7 +385,7 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"{options_file}: not valid JSON ({exc})") from None
     cassette = Path(out_path)
-    _check_target(cassette)
+    _check_target(cassette, force=force)
     variable = key_variable(route)
     key = os.environ.get(variable, "")
     table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
@@ -382,13 +426,24 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
     return _verdict(outcome, out)
 
 
-def _check_target(cassette: Path) -> None:
-    """Refuse an ``--out`` that cannot take the cassette and its golden before the call is paid for."""
+def _check_target(cassette: Path, *, force: bool) -> None:
+    """Refuse an ``--out`` that cannot take the cassette and its golden before the call is paid for.
+
+    A recorded cassette is a reviewed, committed artifact: replacing it (or the
+    golden beside it) takes ``--force``, as ``--record-mode=once`` keeps one too.
+    """
     if cassette.suffix not in (".yaml", ".yml"):
         raise ConfigError(f"--out {cassette}: name a .yaml file (check and collection look for *.yaml)")
-    for target in (cassette, golden_path_for(cassette)):
+    golden = golden_path_for(cassette)
+    for target in (cassette, golden):
         if reason := unwritable_reason(target):
             raise ConfigError(f"--out {cassette}: {reason}; remove it or choose another name")
+    existing = [str(target) for target in (cassette, golden) if target.is_file()]
+    if existing and not force:
+        raise ConfigError(
+            f"--out {cassette}: {' and '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; "
+            "pass --force to overwrite, or choose another name"
+        )
 
 
 def key_variable(route: str) -> str:

@@ -6,14 +6,24 @@ before a cassette is written. The scan then runs over every string of the
 cassette right before it is written, and over files on disk for
 ``dsh-replay scan``. A hit names the interaction and the field so the user can
 add a filter. Placeholders left by the scrubber never match.
+
+A file on disk is scanned twice over (:func:`find_file_secrets`): its parsed
+values, so a hit names its field, and its raw text line by line, for what no
+parser shows (a YAML comment, a file that does not parse, a base64 run). A
+secret the raw text shows on a line where a parsed value already showed it is
+the same sighting and is reported once, at the field.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import bisect
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 __all__ = [
@@ -22,8 +32,10 @@ __all__ = [
     "DEFAULT_RESPONSE_HEADERS",
     "REDACTED",
     "BodyFilter",
+    "Located",
     "Scrubber",
     "SecretHit",
+    "find_file_secrets",
     "find_secrets",
     "mask",
 ]
@@ -141,6 +153,14 @@ def find_secrets(value: object, field: str = "") -> Iterator[SecretHit]:
     billions of paths (an "alias bomb"). A secret there is reported at the
     first path that reaches it. The walk keeps its own stack, so depth is no limit.
     """
+    return (SecretHit(kind, where, mask(secret)) for kind, where, secret in _walk(value, field))
+
+
+#: (kind, field, the secret itself): what the scan found, before it is masked for a report
+_Found = tuple[str, str, str]
+
+
+def _walk(value: object, field: str) -> Iterator[_Found]:
     seen: set[int] = set()
     pending: list[tuple[str, object]] = [(field, value)]
     while pending:
@@ -163,8 +183,8 @@ def find_secrets(value: object, field: str = "") -> Iterator[SecretHit]:
         pending += reversed(children)
 
 
-def _string_secrets(text: str, field: str) -> Iterator[SecretHit]:
-    """Secrets in ``text``, then those only its percent-decoded form shows.
+def _string_secrets(text: str, field: str) -> Iterator[_Found]:
+    """Secrets in ``text``, then those only its percent-decoded or unescaped form shows.
 
     The decoded text is scanned as well as the raw one (the word-start check
     already finds a key after an escape, as in ``key=%3DAIza…``) for keys whose
@@ -173,15 +193,47 @@ def _string_secrets(text: str, field: str) -> Iterator[SecretHit]:
     is flagged only for what it would be flagged for unencoded: ordinary
     encoded text (``caf%C3%A9``, ``%2Fv1%2Fchat``) stays clean. A key already
     found raw (or a piece of it, cut short by an escape) is not reported again.
+
+    JSON string escapes hide a key the same way: in ``"line\\nsk-…"`` (a JSON
+    body inside a string) the key seems to go on the word ``n``, and in
+    ``\\u003dAIza…`` the word ``d``. The unescaped view sees them.
     """
     found = list(_matches(text))
-    yield from (SecretHit(kind, field, mask(secret)) for kind, secret in found)
-    decoded = unquote(text) if "%" in text else text
-    if decoded == text:
-        return
-    for kind, secret in _matches(decoded):
-        if not any(secret in seen or seen in secret for _, seen in found):
-            yield SecretHit(kind, f"{field} (percent-decoded)", mask(secret))
+    yield from ((kind, field, secret) for kind, secret in found)
+    for view, decoded in (("percent-decoded", _percent_decoded(text)), ("unescaped", _unescaped(text))):
+        if decoded == text:
+            continue
+        for kind, secret in _matches(decoded):
+            if not any(secret in seen or seen in secret for _, seen in found):
+                found.append((kind, secret))
+                yield kind, f"{field} ({view})", secret
+
+
+def _percent_decoded(text: str) -> str:
+    return unquote(text) if "%" in text else text
+
+
+_JSON_ESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|["\\/bfnrt])')
+_JSON_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescaped(text: str) -> str:
+    """``text`` with JSON string escapes undone, over as many layers as there are (up to four)."""
+    for _ in range(4):
+        if "\\" not in text:
+            break
+        undone = _JSON_ESCAPE.sub(_unescape_one, text)
+        if undone == text:
+            break
+        text = undone
+    return text
+
+
+def _unescape_one(match: re.Match[str]) -> str:
+    escape = match.group(1)
+    if escape[0] == "u":
+        return chr(int(escape[1:], 16))
+    return _JSON_ESCAPES.get(escape, escape)
 
 
 def _matches(text: str) -> Iterator[tuple[str, str]]:
@@ -212,7 +264,7 @@ _INFLATE_LIMIT = 16 << 20
 _INFLATE_CHUNK = 64 << 10
 
 
-def _bytes_secrets(data: bytes, field: str) -> Iterator[SecretHit]:
+def _bytes_secrets(data: bytes, field: str) -> Iterator[_Found]:
     yield from _string_secrets(data.decode("utf-8", "replace"), field)
     codec = _codec(data)
     if codec is not None:
@@ -255,3 +307,70 @@ def _inflate_member(data: bytes, wbits: int, out: bytearray) -> bytes:
         if len(out) >= _INFLATE_LIMIT:
             break
     return b""
+
+
+# -- files on disk -------------------------------------------------------------
+
+
+class Located(NamedTuple):
+    """A parsed value of a file, with its field and the lines (1-based, inclusive) it was read from."""
+
+    field: str
+    value: object
+    first_line: int
+    last_line: int
+
+
+# Base64 the raw text holds: a ``!!binary`` body (PyYAML folds it into lines of
+# 76 characters under one indentation), or a body a JSON cassette keeps encoded.
+# 32 characters at least: shorter runs are words and ids, and no key fits in 24 bytes.
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{32,}(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/]{4,})*=*")
+
+
+def find_file_secrets(text: str, values: Iterable[Located] = ()) -> list[SecretHit]:
+    """Every secret in a file: in its parsed ``values`` by field, and in its raw ``text`` by line.
+
+    The raw text is scanned line by line (comments, lines of a file that does not
+    parse), and every base64 run in it is decoded (and inflated, if it holds gzip
+    or deflate). A secret is reported once per sighting: the raw text shows it
+    again on a line a parsed value spans, where that value's hit already names its
+    field. Hits come in line order.
+    """
+    parsed = [(value.first_line, value.last_line, found) for value in values
+              for found in _walk(value.value, value.field)]
+    raw = list(_raw_secrets(text))
+    seen = [(first, last, found[2]) for first, last, found in parsed]
+    hits = [(first, found) for first, _, found in parsed]
+    for first, last, found in raw:
+        secret = found[2]
+        if any(a <= last and first <= b and (secret in other or other in secret) for a, b, other in seen):
+            continue
+        seen.append((first, last, secret))
+        hits.append((first, found))
+    hits.sort(key=lambda hit: hit[0])  # stable: a line's hits keep the order they were found in
+    return [SecretHit(kind, where, mask(secret)) for _, (kind, where, secret) in hits]
+
+
+def _raw_secrets(text: str) -> Iterator[tuple[int, int, _Found]]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        for found in _string_secrets(line, f"line {number}"):
+            yield number, number, found
+    starts = [0] + [match.end() for match in re.finditer("\n", text)]
+    for match in _BASE64_RUN.finditer(text):
+        data = _base64(match.group(0))
+        if data is None:
+            continue
+        first = bisect.bisect_right(starts, match.start())
+        last = bisect.bisect_right(starts, match.end() - 1)
+        for found in _bytes_secrets(data, f"line {first} (base64-decoded)"):
+            yield first, last, found
+
+
+def _base64(run: str) -> bytes | None:
+    letters = "".join(run.split()).rstrip("=")
+    # a run that starts mid-word has a ragged end: one letter too many, or padding left out
+    letters = letters[:-1] if len(letters) % 4 == 1 else letters + "=" * (-len(letters) % 4)
+    try:
+        return base64.b64decode(letters, validate=True)
+    except (binascii.Error, ValueError):
+        return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import time
 import tracemalloc
@@ -9,7 +10,7 @@ import zlib
 
 import pytest
 
-from dsh_replay._secrets import find_secrets
+from dsh_replay._secrets import Located, find_file_secrets, find_secrets
 
 # Shaped like real keys; none is one.
 OPENAI = "sk-test-" + "Vb7Qx2Lm9Rt4Kp8Zs3Wd6Hj1"
@@ -186,3 +187,72 @@ def test_compressed_or_binary_bodies_without_keys_are_clean(body: bytes) -> None
 
 def test_a_key_outside_the_compressed_stream_is_still_found_raw() -> None:
     assert _found(b"\xff" + OPENAI.encode()) == [("OpenAI API key", "f", "sk-test-…")]
+
+
+# -- JSON string escapes ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "excerpt"),
+    [
+        (f'{{"content": "see\\n{OPENAI}"}}', "OpenAI API key", "sk-test-…"),  # after an escaped line break
+        (f'{{"content": "see\\\\n{OPENAI}"}}', "OpenAI API key", "sk-test-…"),  # escaped twice: JSON in JSON
+        (f"token\\u003d{GOOGLE}", "Google API key", "AIzaSyD3…"),  # "\u003d" is "=", yet ends in a letter
+        (f'"\\t{ANTHROPIC}"', "Anthropic API key", "sk-ant-a…"),
+    ],
+)
+def test_a_key_only_the_unescaped_text_shows_is_found_there(value: str, kind: str, excerpt: str) -> None:
+    assert _found(value) == [(kind, "f (unescaped)", excerpt)]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        '{"path": "C:\\\\new\\\\task-force-the-quick-brown-fox"}',
+        '{"text": "caf\\u00e9 \\"quoted\\" \\ud83d\\ude00"}',
+        f'{{"content": "\\u0041{GOOGLE[:-4]}"}}',  # "\u0041" is "A": a word goes on, no key starts
+    ],
+)
+def test_ordinary_escaped_text_is_not_a_secret(value: str) -> None:
+    assert _found(value) == []
+
+
+def test_a_key_found_raw_is_not_reported_again_from_the_unescaped_text() -> None:
+    assert _found(f'{{"content": "\\"{OPENAI}\\""}}') == [("OpenAI API key", "f", "sk-test-…")]
+
+
+# -- a file: parsed values and raw text ------------------------------------------------
+
+
+def _file_hits(text: str, *values: Located) -> list[tuple[str, str]]:
+    return [(hit.kind, hit.field) for hit in find_file_secrets(text, values)]
+
+
+def test_the_raw_text_of_a_value_already_reported_is_not_reported_again() -> None:
+    text = f"a: x\nb: '{OPENAI}'\n"
+    assert _file_hits(text, Located("a", "x", 1, 1), Located("b", OPENAI, 2, 2)) == [("OpenAI API key", "b")]
+
+
+def test_what_only_the_raw_text_shows_is_reported_by_line_in_line_order() -> None:
+    text = f"# {GOOGLE}\nb: '{OPENAI}'\nc: 1  # {OPENAI}\n"
+    assert _file_hits(text, Located("b", OPENAI, 2, 2), Located("c", "1", 3, 3)) == [
+        ("Google API key", "line 1"),
+        ("OpenAI API key", "b"),
+        ("OpenAI API key", "line 3"),  # the same key, seen again where no value holds it
+    ]
+
+
+def test_a_base64_run_in_the_raw_text_is_decoded_and_inflated() -> None:
+    encoded = base64.encodebytes(gzip.compress(ECHO)).decode()
+    text = "body: |\n" + "".join(f"  {line}\n" for line in encoded.splitlines())
+    assert OPENAI not in text
+    assert _file_hits(text) == [("OpenAI API key", "line 2 (base64-decoded) (decompressed gzip)")]
+    # a parsed value that held the body already showed it, at its field
+    assert _file_hits(text, Located("body", gzip.compress(ECHO), 1, 3)) == [
+        ("OpenAI API key", "body (decompressed gzip)")
+    ]
+
+
+def test_long_words_and_ids_are_not_taken_for_base64_secrets() -> None:
+    text = "id: chatcmpl0123456789abcdefghijklmnopqrstuvwxyzABCDEF\nsig: " + "QUJD" * 40 + "\n"
+    assert _file_hits(text) == []

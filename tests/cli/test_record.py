@@ -34,8 +34,10 @@ def options_file(project: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "options.json"
 
 
-def record(base_url: str, out: str = "new/hello.yaml", route: str = "my-provider", options: str = "options.json") -> list[str]:
-    return ["record", "--route", route, "--options", options, "--out", out, "--base-url", base_url]
+def record(base_url: str, out: str = "new/hello.yaml", route: str = "my-provider", options: str = "options.json",
+           *, force: bool = False) -> list[str]:
+    return ["record", "--route", route, "--options", options, "--out", out, "--base-url", base_url,
+            *(["--force"] if force else [])]
 
 
 def test_records_a_cassette_and_its_golden_that_check_then_replays(
@@ -88,7 +90,7 @@ def test_a_provider_that_is_down_records_nothing_and_keeps_the_old_cassette(proj
     old = project / "cassettes" / "my-provider" / "greeting.yaml"
     before = old.read_bytes()
     golden = old.with_name("greeting.chunks.jsonl").read_bytes()
-    result = run(*record(closed, out=str(old)))
+    result = run(*record(closed, out=str(old), force=True))
     assert result.code == 2
     assert result.err.startswith(f"dsh-replay: error: nothing was recorded into {old}: the call failed before any response (ConnectError")
     assert "Check --base-url and the network" in result.err
@@ -163,7 +165,7 @@ def test_a_plugin_route_records_with_the_key_and_url_of_its_yaml(
         assert emu.requests[0].headers["authorization"] == "Bearer acme-key-from-the-environment"
         # the plugin built the adapter: --base-url cannot reach it, and says where to set it instead
         result = run("record", "--route", "acme", "--plugins", str(ACME / "dsh.yml"), "--options", options_file,
-                     "--out", "acme/hi.yaml", "--base-url", emu.base_url)
+                     "--out", "acme/hi.yaml", "--force", "--base-url", emu.base_url)
         assert result.code == 2
         assert "set its base URL in the plugin YAML" in result.err
     assert (project / "acme" / "hi.chunks.jsonl").read_text(encoding="utf-8").splitlines()[1] == (
@@ -194,3 +196,39 @@ def test_an_unusable_out_path_is_refused_before_the_call(
     assert result.code == 2
     assert result.err.startswith("dsh-replay: error: ") and message in result.err
     assert emu.requests == []  # nothing was paid for
+
+
+def test_an_existing_cassette_and_golden_are_kept_unless_force(
+    project: Path, options_file: str, emu: ProviderEmulator
+) -> None:
+    cassette = Path("cassettes/my-provider/greeting.yaml")
+    golden = cassette.with_name("greeting.chunks.jsonl")
+    before = {path: path.read_bytes() for path in (cassette, golden)}
+    result = run(*record(emu.base_url, out=str(cassette)))
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (f"dsh-replay: error: --out {cassette}: {cassette} and {golden} already exist; "
+                          "pass --force to overwrite, or choose another name\n")
+    assert emu.requests == []  # refused before the call was paid for
+    assert {path: path.read_bytes() for path in before} == before
+
+    result = run(*record(emu.base_url, out=str(cassette), force=True))
+    assert result.code == 0, result.err
+    assert result.out.startswith(f"recorded {cassette} (6 chunks); golden {golden} matched\n")
+    assert len(emu.requests) == 1
+    assert cassette.read_bytes() != before[cassette]  # recorded afresh: new timings
+
+
+def test_a_golden_without_its_cassette_is_kept_unless_force(
+    project: Path, options_file: str, emu: ProviderEmulator
+) -> None:
+    golden = project / "new" / "hello.chunks.jsonl"
+    golden.parent.mkdir()
+    golden.write_text('{"type":"finish","reason":{"kind":"stop"}}\n', encoding="utf-8")
+    result = run(*record(emu.base_url))
+    assert result.code == 2
+    assert result.err == (f"dsh-replay: error: --out new/hello.yaml: {Path('new/hello.chunks.jsonl')} already exists; "
+                          "pass --force to overwrite, or choose another name\n")
+    assert emu.requests == []
+    assert not (project / "new" / "hello.yaml").exists()
+    assert run(*record(emu.base_url, force=True)).code == 0
+    assert golden.read_bytes() == (project / "cassettes" / "my-provider" / "greeting.chunks.jsonl").read_bytes()

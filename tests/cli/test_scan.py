@@ -8,7 +8,11 @@ from pathlib import Path
 
 from .conftest import run
 
-KEY = "sk-test-51Hx9QmZkP2vL8rT4wY7nB3c"  # shaped like an OpenAI key; not a real one
+# Shaped like real keys, none is one; built from pieces so no file of the repository holds a key-shaped literal.
+KEY = "sk-test-" + "51Hx9QmZkP2vL8rT4wY7nB3c"
+OPENAI = "sk-test-" + "Vb7Qx2Lm9R" + "t4Kp8Zs3Wd" + "6Hj1Nc5Fy0" + "Ge2Ua7Io4P"  # 40 characters after the prefix
+ANTHROPIC = "sk-ant-api03-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe" + "-AAAA"
+GOOGLE = "AIza" + "SyD3f8Kq1Lm2Np3Or4St5Uv6Wx7Yz8Ab9Cd"  # 35 characters after the prefix
 
 
 def test_clean_files_pass(project: Path) -> None:
@@ -40,7 +44,7 @@ def test_keys_in_goldens_json_and_unparsable_files(tmp_path: Path) -> None:
     result = run("scan", str(tmp_path))
     assert result.code == 1
     assert result.out.splitlines()[:3] == [
-        f"{tmp_path / 'broken.yaml'}: Google API key in <value>: AIzaBBBB…",
+        f"{tmp_path / 'broken.yaml'}: Google API key in line 2: AIzaBBBB…",  # it does not parse: by line
         f"{golden}: OpenAI API key in line 2.text: sk-test-…",
         f"{tmp_path / 'options.json'}: Anthropic API key in extra.api_key: sk-ant-a…",
     ]
@@ -86,7 +90,7 @@ def _cassette(uri: str, header: str, body: bytes) -> str:
 
 
 def test_keys_hidden_by_encoding_are_found(tmp_path: Path) -> None:
-    google = "AIza" + "SyD3f8Kq1Lm2Np3Or4St5Uv6Wx7Yz8Ab9Cd"
+    google = GOOGLE
     (tmp_path / "hidden.yaml").write_text(_cassette(
         f"https://example.test/v1/chat?x=1&token=%3D{google}",
         "bearer abc123def456ghi789jkl",
@@ -112,3 +116,90 @@ def test_encoded_text_without_keys_is_clean(tmp_path: Path) -> None:
         b'{"error": {"message": "Incorrect API key provided: sk-test-***. The bearer of a key must keep it."}}',
     ), encoding="utf-8")
     assert run("scan", str(tmp_path)).out == "scanned 1 file(s): 0 secret(s) found\n"
+
+
+# -- the raw text as well as the parsed values -------------------------------------------
+
+
+def test_a_key_in_a_yaml_comment_is_found_by_line(project: Path) -> None:
+    cassette = project / "cassettes" / "my-provider" / "greeting.yaml"
+    cassette.write_text(f"# recorded with MY_PROVIDER_API_KEY={OPENAI}\n" + cassette.read_text(encoding="utf-8"),
+                        encoding="utf-8")
+    result = run("scan", "cassettes")
+    assert result.code == 1
+    assert result.out.splitlines() == [
+        f"{Path('cassettes/my-provider/greeting.yaml')}: OpenAI API key in line 1: sk-test-…",
+        "remove them (scrub the header, query parameter or body) and rotate any real key",
+        "scanned 4 file(s): 1 secret(s) found",
+    ]
+    assert OPENAI not in result.out and OPENAI[8:16] not in result.out
+
+
+def test_comments_fields_and_escaped_json_each_sighting_once(tmp_path: Path) -> None:
+    # the body is JSON inside a YAML string, holding JSON inside a JSON string: the
+    # Google key comes after an escaped line break ("\\n"), so it seems to go on the word "n"
+    body = '{"messages": [{"role": "user", "content": "{\\"note\\": \\"see\\\\n' + GOOGLE + '\\"}"}]}'
+    cassette = tmp_path / "mixed.yaml"
+    cassette.write_text("\n".join([
+        f"# recorded with OPENAI_API_KEY={OPENAI}",
+        "interactions:",
+        "- request:",
+        "    method: POST",
+        f"    headers: {{x-api-key: ['{ANTHROPIC}']}}",
+        f"    body: '{body}'",
+        "  response:",
+        "    status: {code: 200, message: OK}",
+        f"    body: {{string: 'ok'}}  # the key again: {ANTHROPIC}",
+    ]) + "\n", encoding="utf-8")
+    result = run("scan", str(tmp_path))
+    assert result.code == 1
+    assert result.out.splitlines() == [
+        f"{cassette}: OpenAI API key in line 1: sk-test-…",
+        f"{cassette}: Anthropic API key in interactions[0].request.headers.x-api-key[0]: sk-ant-a…",
+        f"{cassette}: Google API key in interactions[0].request.body (unescaped): AIzaSyD3…",
+        f"{cassette}: Anthropic API key in line 9: sk-ant-a…",
+        "remove them (scrub the header, query parameter or body) and rotate any real key",
+        "scanned 1 file(s): 4 secret(s) found",
+    ]
+    for key in (OPENAI, ANTHROPIC, GOOGLE):
+        assert key not in result.out
+
+
+def test_a_plain_escaped_quote_key_is_one_hit_not_two(tmp_path: Path) -> None:
+    # the raw line and the parsed value both show it: one sighting, named by its field
+    (tmp_path / "quoted.yaml").write_text(
+        f"""body: {{string: '{{"content": "{{\\"api_key\\": \\"{OPENAI}\\"}}"}}'}}\n""", encoding="utf-8")
+    result = run("scan", str(tmp_path))
+    assert result.out.splitlines()[0] == f"{tmp_path / 'quoted.yaml'}: OpenAI API key in body.string: sk-test-…"
+    assert result.out.endswith("scanned 1 file(s): 1 secret(s) found\n")
+
+
+def _gzip_b64(text: str) -> str:
+    return base64.b64encode(gzip.compress(text.encode())).decode()
+
+
+def test_base64_bodies_no_parser_decodes_are_decoded_and_inflated(tmp_path: Path) -> None:
+    echo = f'{{"error": {{"message": "Incorrect API key provided: {OPENAI}"}}}}'
+    # a JSON cassette keeps its body as a base64 string; a YAML one that no longer parses
+    (tmp_path / "a.json").write_text(f'{{"interactions": [{{"response": {{"body": {{"base64_string": "{_gzip_b64(echo)}"}}}}}}]}}',
+                                     encoding="utf-8")
+    folded = base64.encodebytes(gzip.compress(echo.encode())).decode().replace("\n", "\n    ")
+    (tmp_path / "b.yaml").write_text(f"interactions: [\n  body: !!binary |\n    {folded}\n", encoding="utf-8")
+    result = run("scan", str(tmp_path))
+    assert result.code == 1
+    assert result.out.splitlines()[:2] == [
+        f"{tmp_path / 'a.json'}: OpenAI API key in line 1 (base64-decoded) (decompressed gzip): sk-test-…",
+        f"{tmp_path / 'b.yaml'}: OpenAI API key in line 3 (base64-decoded) (decompressed gzip): sk-test-…",
+    ]
+    assert result.out.endswith("scanned 2 file(s): 2 secret(s) found\n")
+
+
+def test_a_key_in_a_binary_body_is_one_hit_at_its_field(tmp_path: Path) -> None:
+    echo = f"Incorrect API key provided: {GOOGLE}"
+    folded = base64.encodebytes(gzip.compress(echo.encode())).decode().replace("\n", "\n      ")
+    (tmp_path / "c.yaml").write_text(f"interactions:\n- response:\n    body: !!binary |\n      {folded}\n",
+                                     encoding="utf-8")
+    result = run("scan", str(tmp_path))
+    assert result.out.splitlines()[0] == (
+        f"{tmp_path / 'c.yaml'}: Google API key in interactions[0].response.body (decompressed gzip): AIzaSyD3…")
+    assert result.out.endswith("scanned 1 file(s): 1 secret(s) found\n")

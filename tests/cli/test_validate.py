@@ -6,11 +6,12 @@ an unterminated stream and a missing file; these are the rest.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from .conftest import SEED_GOLDEN, run
+from .conftest import SEED_GOLDEN, ndjson, run
 
 SEED = SEED_GOLDEN.read_text(encoding="utf-8").splitlines()
 RAISED = '{"type":"raised","error":"OverloadedError","message":"busy"}'
@@ -86,3 +87,77 @@ def test_a_file_is_required() -> None:
     result = run("validate")
     assert result.code == 2
     assert "the following arguments are required: FILE" in result.err
+
+
+# -- files that are not chunk files ------------------------------------------------------
+
+
+def test_a_cassette_is_named_in_one_line_with_the_command_to_use(project: Path) -> None:
+    cassette = Path("cassettes/my-provider/greeting.yaml")
+    result = run("validate", str(cassette))
+    assert (result.code, result.out) == (2, "")  # not one P1 line per YAML line
+    assert result.err == (f"dsh-replay: error: {cassette}: this is a cassette (YAML), not a chunk file; "
+                          f"use 'dsh-replay check {cassette}'\n")
+
+
+def test_a_plain_vcrpy_cassette_points_at_show(project: Path) -> None:
+    text = (project / "cassettes" / "my-provider" / "greeting.yaml").read_text(encoding="utf-8")
+    plain = project / "plain cassette.yaml"
+    plain.write_text(text[text.index("interactions:"):], encoding="utf-8")
+    result = run("validate", str(plain))
+    assert result.code == 2
+    assert result.err == (f"dsh-replay: error: {plain}: this is a plain vcrpy cassette (YAML), not a chunk file; "
+                          f"use \"dsh-replay show '{plain}'\" for its timeline\n")
+
+
+def test_a_json_cassette_is_a_cassette_too(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.json"
+    cassette.write_text(json.dumps({"version": 1, "interactions": [], "dsh_replay": {"route": "openai"}}, indent=4),
+                        encoding="utf-8")
+    result = run("validate", str(cassette))
+    assert result.code == 2
+    assert f"{cassette}: this is a cassette (JSON), not a chunk file; use 'dsh-replay check {cassette}'" in result.err
+
+
+@pytest.mark.parametrize(
+    ("body", "what"),
+    [
+        (b'event: message_start\ndata: {"type":"message_start"}\n\ndata: [DONE]\n\n', "this is a raw SSE body"),
+        (ndjson("Hello", ", world"), 'this looks like a raw NDJSON provider body (no line has a chunk "type")'),
+    ],
+    ids=["sse", "ndjson"],
+)
+def test_a_raw_provider_body_points_at_trace(tmp_path: Path, body: bytes, what: str) -> None:
+    path = tmp_path / "body.txt"
+    path.write_bytes(body)
+    result = run("validate", str(path))
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (f"dsh-replay: error: {path}: {what}, not a chunk file; "
+                          f"turn it into chunks with 'dsh-replay trace --route ROUTE {path}'\n")
+
+
+def test_a_text_file_is_one_line_not_one_p1_per_line(tmp_path: Path) -> None:
+    notes = write(tmp_path / "notes.jsonl", "# notes", "", "the stream looked fine", *SEED[:1])
+    result = run("validate", str(notes))
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (f"dsh-replay: error: {notes}: this is not a JSONL chunk file: 2 of 3 line(s) are not "
+                          "JSON objects (the first is line 1); validate reads one chunk per line, as in a golden\n")
+
+
+@pytest.mark.parametrize("broken", [0, 4, len(SEED) - 1], ids=["first", "middle", "last"])
+def test_a_golden_with_one_broken_line_still_gets_its_rule_report(tmp_path: Path, broken: int) -> None:
+    lines = list(SEED)
+    lines[broken] = "not json at all"
+    golden = write(tmp_path / "one-bad.chunks.jsonl", *lines)
+    result = run("validate", str(golden))
+    assert (result.code, result.err) == (1, "")
+    assert f"{golden}:{broken + 1}: P1 chunk at position {broken} is not valid JSON" in result.out
+
+
+def test_the_other_files_are_still_validated(project: Path, tmp_path: Path) -> None:
+    cassette = Path("cassettes/my-provider/greeting.yaml")
+    cut = write(tmp_path / "cut.chunks.jsonl", *SEED[:-1])
+    result = run("validate", str(cassette), str(cut), str(SEED_GOLDEN))
+    assert result.code == 2  # a file it could not validate outranks a failed check
+    assert result.out == f"{cut}:8: P11 stream ended after 8 chunk(s) without finish\n"
+    assert result.err.count("\n") == 1 and "this is a cassette (YAML)" in result.err
