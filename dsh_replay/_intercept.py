@@ -293,7 +293,7 @@ def replay_response(
     async def agen() -> AsyncIterator[bytes]:
         for delay, piece in pacing.steps():
             if delay > 0:
-                await asyncio.sleep(delay)
+                await pacing.clock.async_sleep(delay)  # asyncio or trio, whichever runs
             if piece is None:
                 raise failure()
             yield piece
@@ -301,7 +301,7 @@ def replay_response(
     def gen() -> Iterator[bytes]:
         for delay, piece in pacing.steps():
             if delay > 0:
-                time.sleep(delay)
+                pacing.clock.sleep(delay)
             if piece is None:
                 raise failure()
             yield piece

@@ -1,7 +1,8 @@
-"""How a recorded body is served again: cut into pieces, paced, stopped (sans-I/O).
+"""How a recorded body is served again: cut into pieces, paced, stopped.
 
-Nothing here touches a socket, a client library or an event loop. The
-interception layer (``_intercept``) turns these plans into httpx responses:
+The plans are sans-I/O: nothing here touches a socket or a client library, and
+only :class:`Clock` meets the time or an event loop. The interception layer
+(``_intercept``) turns these plans into httpx responses:
 
 - :func:`piece_plan` cuts the body as :class:`Fragmentation` asks and gives each
   piece the recorded arrival time of its last byte;
@@ -9,7 +10,10 @@ interception layer (``_intercept``) turns these plans into httpx responses:
   injected :class:`Fault`, an abandoned recording) and :func:`clip` cuts the
   plan there;
 - :class:`Pacing` turns the plan and a speed factor into ``(wait, piece)`` steps,
-  which the sync and async streams both drive.
+  which the sync and async streams both drive, sleeping through its
+  :class:`Clock`: ``time.sleep`` for a sync client, the running async
+  library's own sleep (asyncio or trio) for an async one. Tests put a fake
+  clock in :data:`CLOCK` and assert on the sleeps asked for, not on wall time.
 """
 
 from __future__ import annotations
@@ -18,14 +22,26 @@ import math
 import random
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ._cassette import Interaction
 from ._exceptions import CassetteError
 from ._fields import is_int
 
-__all__ = ["MAX_SPEED", "Fault", "Fragmentation", "Pacing", "Stop", "clip", "parse_speed", "piece_plan", "stop_for"]
+__all__ = [
+    "CLOCK",
+    "MAX_SPEED",
+    "Clock",
+    "Fault",
+    "Fragmentation",
+    "Pacing",
+    "Stop",
+    "clip",
+    "parse_speed",
+    "piece_plan",
+    "stop_for",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,9 +189,42 @@ def clip(plan: list[tuple[int, float]], at: int) -> list[tuple[int, float]]:
     return out
 
 
+class Clock:
+    """The time a paced replay reads and the sleeps it takes."""
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def sleep(self, seconds: float) -> None:
+        """Wait in a sync client's thread."""
+        time.sleep(seconds)
+
+    async def async_sleep(self, seconds: float) -> None:
+        """Wait in whichever async library runs the client: anyio asks sniffio which one.
+
+        ``asyncio.sleep`` would fail under trio ("no running event loop").
+        """
+        # imported on first use: a replay at speed 0 never needs it (~20 ms at start-up)
+        import anyio
+
+        await anyio.sleep(seconds)
+
+
+#: The clock every paced replay uses; a test may replace it (``monkeypatch.setattr``).
+CLOCK = Clock()
+
+
+def _current_clock() -> Clock:
+    return CLOCK
+
+
 @dataclass(frozen=True, slots=True)
 class Pacing:
-    """When each piece of a replayed body is due, and how the body ends (sans-I/O)."""
+    """When each piece of a replayed body is due, and how the body ends.
+
+    ``clock`` is what the streams sleep through; it defaults to :data:`CLOCK`
+    as it is when the response is made.
+    """
 
     body: bytes
     plan: list[tuple[int, float]]
@@ -183,6 +232,7 @@ class Pacing:
     stop: Stop | None
     read_timeout: float | None
     injected: bool
+    clock: Clock = field(default_factory=_current_clock)
 
     def steps(self) -> Iterator[tuple[float, bytes | None]]:
         """``(seconds to wait, piece)`` pairs; a ``None`` piece means: now fail as ``stop`` says.
@@ -190,13 +240,14 @@ class Pacing:
         The clock is read when the next step is asked for, so time the consumer
         spends between pieces counts against the recorded gaps.
         """
-        started, start = time.perf_counter(), 0
+        now = self.clock.now
+        started, start = now(), 0
         for end, ms in self.plan:
-            delay = ms * self.speed / 1000.0 - (time.perf_counter() - started) if self.speed > 0 else 0.0
+            delay = ms * self.speed / 1000.0 - (now() - started) if self.speed > 0 else 0.0
             yield max(delay, 0.0), self.body[start:end]
             start = end
         if self.stop is not None and self.stop.kind != "truncate":
-            yield self._final_wait(self.stop, time.perf_counter() - started), None
+            yield self._final_wait(self.stop, now() - started), None
 
     def _final_wait(self, stop: Stop, elapsed: float) -> float:
         """Seconds to wait after the last piece before the stream fails."""

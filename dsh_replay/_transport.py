@@ -40,7 +40,6 @@ adapters also use for error events inside a 200 stream.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import itertools
@@ -322,6 +321,16 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+async def _sleep(seconds: float) -> None:
+    """Sleep in whichever async library runs the adapter: anyio asks sniffio which.
+
+    ``asyncio.sleep`` would fail under trio ("no running event loop").
+    """
+    import anyio  # imported on the first retry only (~20 ms at start-up)
+
+    await anyio.sleep(seconds)
+
+
 async def stream_events(
     client: httpx.AsyncClient | None,
     request: StreamRequest,
@@ -330,7 +339,7 @@ async def stream_events(
     retry: RetryPolicy = DEFAULT_RETRY,
     read_timeout: float = 60.0,
     connect_timeout: float = 10.0,
-    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    sleep: Callable[[float], Awaitable[object]] = _sleep,
 ) -> AsyncGenerator[EventT, None]:
     """Send *request* and yield the decoded events of its streamed body as they arrive.
 

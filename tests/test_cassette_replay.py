@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
+import itertools
 import json
 import math
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -16,6 +15,8 @@ from vcr.request import Request as VcrRequest
 from dsh_replay import CassetteError, Fault, use_cassette
 from dsh_replay._cassette import Cassette, Interaction, RecordedError
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
+
+from .clocks import RecordingClock
 
 URL = "http://127.0.0.1:9/v1/chat/completions"  # nothing listens: a replay must not need it
 BODY = (
@@ -119,54 +120,45 @@ def test_unknown_fragmentation_lists_the_valid_ones(cassette: Path) -> None:
 # -- pacing -------------------------------------------------------------------------
 
 
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> RecordingClock:
+    """The pacing clock, faked: the tests read the sleeps a replay asked for, not wall time."""
+    fake = RecordingClock()
+    monkeypatch.setattr("dsh_replay._pacing.CLOCK", fake)
+    return fake
+
+
+GAPS = [(b - a) / 1000.0 for a, b in itertools.pairwise(TIMES)]  # none before the first piece, at 0 ms
+
+
 @pytest.mark.asyncio
-async def test_speed_one_replays_at_the_recorded_pace(cassette: Path) -> None:
-    started = time.perf_counter()
+async def test_speed_one_replays_at_the_recorded_pace(cassette: Path, clock: RecordingClock) -> None:
     pieces = await _pieces(cassette, speed=1.0)
-    elapsed = time.perf_counter() - started
-    assert b"".join(pieces) == BODY
-    assert elapsed >= 0.8 * TIMES[-1] / 1000.0
-    assert elapsed < 5.0
-
-
-@pytest.fixture
-def async_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    calls: list[float] = []
-    real_sleep = asyncio.sleep
-
-    async def sleep(delay: float, *args: object) -> None:
-        calls.append(delay)
-        await real_sleep(0)
-
-    monkeypatch.setattr(asyncio, "sleep", sleep)
-    return calls
-
-
-@pytest.fixture
-def sync_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    calls: list[float] = []
-    monkeypatch.setattr(time, "sleep", calls.append)
-    return calls
+    assert [len(p) for p in pieces] == SIZES
+    assert clock.waits == pytest.approx([gap for gap in GAPS])
+    assert clock.libraries == {"asyncio"}
+    assert sum(clock.waits) == pytest.approx(TIMES[-1] / 1000.0)
 
 
 @pytest.mark.asyncio
-async def test_speed_zero_never_sleeps_async(cassette: Path, async_sleeps: list[float]) -> None:
+async def test_speed_zero_never_sleeps_async(cassette: Path, clock: RecordingClock) -> None:
     assert b"".join(await _pieces(cassette, speed=0)) == BODY
-    assert [d for d in async_sleeps if d > 0] == []
-    # the same cassette at speed 1 does sleep (so the patch does catch the sleeps)
+    assert clock.sleeps == []
+    # the same cassette at speed 1 does sleep (so the fake clock does catch the sleeps)
     await _pieces(cassette, speed=1)
-    assert max(async_sleeps) == pytest.approx(TIMES[-1] / 1000.0, abs=0.05)
+    assert sum(clock.waits) == pytest.approx(TIMES[-1] / 1000.0)
 
 
-def test_speed_zero_never_sleeps_sync(cassette: Path, sync_sleeps: list[float]) -> None:
+def test_speed_zero_never_sleeps_sync(cassette: Path, clock: RecordingClock) -> None:
     def replay(speed: float) -> bytes:
         with use_cassette(cassette, speed=speed), httpx.Client() as client:
             return client.post(URL, json=REQUEST).content
 
     assert replay(0) == BODY
-    assert [d for d in sync_sleeps if d > 0] == []
+    assert clock.sleeps == []
     assert replay(2.0) == BODY
-    assert max(sync_sleeps) == pytest.approx(2.0 * TIMES[-1] / 1000.0, abs=0.05)
+    assert clock.waits == pytest.approx([2.0 * gap for gap in GAPS])
+    assert clock.libraries == {"sync"}
 
 
 @pytest.mark.parametrize("speed", [-1, math.inf, math.nan, 1e308, 100.5])
@@ -343,25 +335,23 @@ def test_fault_reset_raises_read_error_after_n_bytes(cassette: Path, at: int) ->
     assert received == BODY[:at]
 
 
-def test_fault_stall_raises_read_timeout_after_the_read_timeout(cassette: Path) -> None:
-    started = time.perf_counter()
+def test_fault_stall_raises_read_timeout_after_the_read_timeout(cassette: Path, clock: RecordingClock) -> None:
     received, error = _read(cassette, Fault("stall", at=50), timeout=0.2)
-    elapsed = time.perf_counter() - started
     assert type(error) is httpx.ReadTimeout
     assert "reset" not in str(error)
     assert received == BODY[:50]
-    assert 0.2 * 0.8 <= elapsed < 3.0
+    assert clock.sleeps == [("sync", 0.2)]  # the client's read timeout, nothing before it at speed 0
 
 
 @pytest.mark.asyncio
-async def test_async_faults(cassette: Path) -> None:
+async def test_async_faults(cassette: Path, clock: RecordingClock) -> None:
     assert await _aread(cassette, Fault("truncate", at=7)) == (BODY[:7], None)
     received, error = await _aread(cassette, Fault("reset", at=7))
     assert (received, type(error)) == (BODY[:7], httpx.ReadError)
-    started = time.perf_counter()
+    assert clock.sleeps == []
     received, error = await _aread(cassette, Fault("stall", at=7), timeout=0.2)
     assert (received, type(error)) == (BODY[:7], httpx.ReadTimeout)
-    assert 0.2 * 0.8 <= time.perf_counter() - started < 3.0
+    assert clock.sleeps == [("asyncio", 0.2)]  # the client's read timeout
 
 
 def test_fault_limited_to_one_interaction(tmp_path: Path) -> None:
@@ -391,15 +381,16 @@ def test_recorded_error_replays_with_its_type_after_the_same_bytes(tmp_path: Pat
     assert received == BODY[:44]
 
 
-def test_recorded_error_keeps_its_timing_at_speed_one(tmp_path: Path, sync_sleeps: list[float]) -> None:
+def test_recorded_error_keeps_its_timing_at_speed_one(tmp_path: Path, clock: RecordingClock) -> None:
     path = tmp_path / "late-reset.yaml"
     interaction = _interaction()
     interaction.error = RecordedError("ReadError", "connection reset", len(BODY), 450.0)
     Cassette(path=path, interactions=[interaction]).save()
     with use_cassette(path, speed=1), httpx.Client() as client, pytest.raises(httpx.ReadError):
         client.post(URL, json=REQUEST)
-    assert max(sync_sleeps) == pytest.approx(0.45, abs=0.05)
-    sync_sleeps.clear()
+    # the recorded gaps, then the 150 ms from the last byte (300 ms) to the reset (450 ms)
+    assert clock.waits == pytest.approx([*GAPS, 0.15])
+    clock.sleeps.clear()
     with use_cassette(path, speed=0), httpx.Client() as client, pytest.raises(httpx.ReadError):
         client.post(URL, json=REQUEST)
-    assert [d for d in sync_sleeps if d > 0] == []
+    assert clock.sleeps == []

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import types
+import asyncio
+import time
 from collections.abc import Iterator
 
 import pytest
+import sniffio
+import trio
 from vcr.request import Request as VcrRequest
 
 from dsh_replay import CassetteError, Fault, Fragmentation
 from dsh_replay._cassette import Interaction, RecordedError
-from dsh_replay._pacing import Pacing, Stop, clip, piece_plan, stop_for
+from dsh_replay._pacing import CLOCK, Clock, Pacing, Stop, clip, piece_plan, stop_for
 
 BODY = b"data: one\n\ndata: two\n\ndata: three\n\n"
 # Three recorded fragments: 11, 11 and 13 bytes, arriving at 0, 40 and 100 ms.
@@ -32,21 +35,14 @@ def _interaction(
     )
 
 
-class FakeClock:
-    """Stands in for ``time`` in the pacing module: time moves only when told."""
+class FakeClock(Clock):
+    """A clock whose time moves only when told (the steps do not sleep themselves)."""
 
     def __init__(self) -> None:
-        self.now = 1000.0
+        self.now_value = 1000.0
 
-    def perf_counter(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr("dsh_replay._pacing.time", types.SimpleNamespace(perf_counter=fake.perf_counter))
-    return fake
+    def now(self) -> float:
+        return self.now_value
 
 
 def _pieces(plan: list[tuple[int, float]]) -> list[bytes]:
@@ -139,13 +135,23 @@ def test_clip_cuts_the_piece_that_holds_the_stop_short() -> None:
 # -- Pacing ------------------------------------------------------------------------
 
 
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
 def _pacing(
-    *, speed: float, stop: Stop | None = None, read_timeout: float | None = None, injected: bool = False
+    clock: Clock,
+    *,
+    speed: float,
+    stop: Stop | None = None,
+    read_timeout: float | None = None,
+    injected: bool = False,
 ) -> Pacing:
     plan = piece_plan(_interaction(), Fragmentation.parse("recorded"))
     if stop is not None:
         plan = clip(plan, stop.at)
-    return Pacing(BODY, plan, speed, stop, read_timeout, injected)
+    return Pacing(BODY, plan, speed, stop, read_timeout, injected, clock)
 
 
 def _drive(steps: Iterator[tuple[float, bytes | None]], clock: FakeClock, spend: float = 0.0) -> list[tuple[float, bytes | None]]:
@@ -153,57 +159,94 @@ def _drive(steps: Iterator[tuple[float, bytes | None]], clock: FakeClock, spend:
     out = []
     for wait, piece in steps:
         out.append((round(wait, 6), piece))
-        clock.now += wait + spend
+        clock.now_value += wait + spend
     return out
 
 
 def test_speed_zero_serves_every_piece_without_waiting(clock: FakeClock) -> None:
-    steps = _drive(_pacing(speed=0).steps(), clock)
+    steps = _drive(_pacing(clock, speed=0).steps(), clock)
     assert [wait for wait, _ in steps] == [0.0, 0.0, 0.0]
     assert b"".join(piece for _, piece in steps if piece) == BODY
 
 
 def test_speed_one_waits_for_each_recorded_arrival(clock: FakeClock) -> None:
-    assert [wait for wait, _ in _drive(_pacing(speed=1).steps(), clock)] == [0.0, 0.04, 0.06]
+    assert [wait for wait, _ in _drive(_pacing(clock, speed=1).steps(), clock)] == [0.0, 0.04, 0.06]
 
 
 def test_speed_half_waits_half_as_long(clock: FakeClock) -> None:
-    assert [wait for wait, _ in _drive(_pacing(speed=0.5).steps(), clock)] == [0.0, 0.02, 0.03]
+    assert [wait for wait, _ in _drive(_pacing(clock, speed=0.5).steps(), clock)] == [0.0, 0.02, 0.03]
 
 
 def test_time_the_consumer_spends_counts_against_the_next_gap(clock: FakeClock) -> None:
     # 30 ms of work after each piece leaves 10 ms of the 40 ms gap, then 30 ms of the 60 ms one.
-    waits = [wait for wait, _ in _drive(_pacing(speed=1).steps(), clock, spend=0.03)]
+    waits = [wait for wait, _ in _drive(_pacing(clock, speed=1).steps(), clock, spend=0.03)]
     assert waits == [0.0, 0.01, 0.03]
 
 
 def test_a_truncated_body_just_ends(clock: FakeClock) -> None:
-    steps = _drive(_pacing(speed=1, stop=Stop(15, "truncate")).steps(), clock)
+    steps = _drive(_pacing(clock, speed=1, stop=Stop(15, "truncate")).steps(), clock)
     assert [piece for _, piece in steps] == [b"data: one\n\n", b"data"]
 
 
 def test_a_recorded_failure_strikes_at_its_recorded_time(clock: FakeClock) -> None:
     stop = Stop(15, "raise", "ReadError", "reset", 70.0)
-    steps = _drive(_pacing(speed=1, stop=stop).steps(), clock)
+    steps = _drive(_pacing(clock, speed=1, stop=stop).steps(), clock)
     assert steps[-1] == (0.03, None)  # the last piece came at 40 ms; the failure at 70 ms
 
 
 def test_a_recorded_failure_strikes_at_once_at_speed_zero(clock: FakeClock) -> None:
     stop = Stop(15, "raise", "ReadError", "reset", 70.0)
-    assert _drive(_pacing(speed=0, stop=stop).steps(), clock)[-1] == (0.0, None)
+    assert _drive(_pacing(clock, speed=0, stop=stop).steps(), clock)[-1] == (0.0, None)
 
 
 def test_an_injected_stall_lasts_the_clients_read_timeout(clock: FakeClock) -> None:
     stop = Stop(15, "stall", "ReadTimeout", "stalled")
-    steps = _drive(_pacing(speed=0, stop=stop, read_timeout=2.5, injected=True).steps(), clock)
+    steps = _drive(_pacing(clock, speed=0, stop=stop, read_timeout=2.5, injected=True).steps(), clock)
     assert steps[-1] == (2.5, None)
 
 
 def test_a_recorded_stall_replayed_at_speed_zero_fails_at_once(clock: FakeClock) -> None:
     stop = Stop(15, "stall", "ReadTimeout", "stalled", 5000.0)
-    assert _drive(_pacing(speed=0, stop=stop, read_timeout=2.5).steps(), clock)[-1] == (0.0, None)
+    assert _drive(_pacing(clock, speed=0, stop=stop, read_timeout=2.5).steps(), clock)[-1] == (0.0, None)
 
 
 def test_a_stall_with_no_read_timeout_fails_at_once(clock: FakeClock) -> None:
     stop = Stop(15, "stall", "ReadTimeout", "stalled")
-    assert _drive(_pacing(speed=1, stop=stop, injected=True).steps(), clock)[-1] == (0.0, None)
+    assert _drive(_pacing(clock, speed=1, stop=stop, injected=True).steps(), clock)[-1] == (0.0, None)
+
+
+def test_pacing_reads_the_module_clock_as_it_is_when_the_response_is_made(
+    monkeypatch: pytest.MonkeyPatch, clock: FakeClock
+) -> None:
+    plan = piece_plan(_interaction(), Fragmentation.parse("recorded"))
+    assert Pacing(BODY, plan, 1.0, None, None, False).clock is CLOCK
+    monkeypatch.setattr("dsh_replay._pacing.CLOCK", clock)
+    assert Pacing(BODY, plan, 1.0, None, None, False).clock is clock
+
+
+# -- Clock: the real sleeps --------------------------------------------------------
+
+
+def test_the_clock_sleeps_a_sync_client_with_time_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[float] = []
+    monkeypatch.setattr(time, "sleep", calls.append)
+    Clock().sleep(0.25)
+    assert calls == [0.25]
+
+
+async def _timed_async_sleep(seconds: float) -> tuple[str, float]:
+    """The running async library and how long ``Clock().async_sleep`` took in it."""
+    started = time.monotonic()
+    await Clock().async_sleep(seconds)
+    return sniffio.current_async_library(), time.monotonic() - started
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_the_clock_sleeps_through_the_running_async_library(library: str) -> None:
+    if library == "trio":
+        ran_in, elapsed = trio.run(_timed_async_sleep, 0.05)
+    else:
+        ran_in, elapsed = asyncio.run(_timed_async_sleep(0.05))
+    assert ran_in == library
+    assert elapsed >= 0.045  # it did wait (timers never fire early; 5 ms for clock granularity)
+    assert elapsed < 5.0  # hang guard only

@@ -92,7 +92,8 @@ async def test_a_stalled_stream_times_out_instead_of_hanging(route: str) -> None
     started = time.monotonic()
     outcome = await replay_with(route, Fault("stall", at=last_event_start(body, route) // 2))
     assert isinstance(outcome.raised, StreamTimeoutError)
-    assert time.monotonic() - started < 10 * READ_TIMEOUT + 2  # bounded: the read timeout, not forever
+    # a hang guard, not a speed check: the stall ends by the read timeout, not never
+    assert time.monotonic() - started < max(30.0, 10 * READ_TIMEOUT)
     assert_no_forged_finish(outcome)
 
 
