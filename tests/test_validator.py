@@ -279,8 +279,16 @@ def test_p1_malformed_usage_or_finish_still_counts_for_order(bad: Any, slot: int
 
 
 def test_p1_malformed_finish_then_more_is_p11() -> None:
+    """The bad finish still ends the stream; the usage after it is late (P11) and a second one (P8)."""
     chunks = [*_STOP_DICTS[:1], {"type": "finish", "reason": {"kind": "length"}}, _STOP_DICTS[0]]
-    assert pairs(check_chunk_sequence(chunks)) == [("P1", 1), ("P11", 2)]
+    assert pairs(check_chunk_sequence(chunks)) == [("P1", 1), ("P11", 2), ("P8", 2)]
+
+
+def test_p1_malformed_second_finish_is_p9_too() -> None:
+    chunks = [*_STOP_DICTS, {"type": "finish", "reason": {"kind": "length"}}]
+    found = check_chunk_sequence(chunks)
+    assert pairs(found) == [("P1", 2), ("P11", 2), ("P9", 2)]
+    assert "the first came at position 1" in found[2].message
 
 
 def test_p1_for_object_that_is_no_chunk() -> None:
@@ -734,6 +742,78 @@ def test_p9_finish(case: Case) -> None:
     run_case(case)
 
 
+def test_p9_a_second_finish_is_p9_not_only_p11() -> None:
+    """Regression: "exactly one finish" is P9; the second finish used to be reported as P11 only."""
+    found = check([*TEXT0, *STOP, fin()])
+    assert pairs(found) == [("P11", 6), ("P9", 6)]
+    assert found[1].message == (
+        "finish at position 6 is a second finish (the first came at position 5); "
+        "a stream has exactly one finish, its last chunk"
+    )
+    validator = SequenceValidator()
+    for chunk in [*TEXT0, *STOP]:
+        validator.feed(chunk)
+    assert pairs(validator.feed(fin())) == [("P11", 6), ("P9", 6)]
+
+
+# -- once per stream: usage and finish repeated or misplaced (P8, P9, P11) -------------
+#
+# The order of P9 (finish right after usage) and P11 (nothing after finish) is the
+# phase table's; "exactly once" (P8 usage, P9 finish) is counted over the whole
+# sequence, after finish too. At one position the step's violation comes first.
+# After finish a chunk's content is not judged: it is P11, plus P8/P9 if it repeats.
+
+
+@cases(
+    Case("second-finish", [*TEXT0, *STOP, fin()], [("P11", 6), ("P9", 6)]),
+    Case(
+        "second-finish-of-another-kind",
+        [*TEXT0, *STOP, fin("tool-calls")],
+        [("P11", 6), ("P9", 6)],
+    ),
+    Case(
+        "two-finishes-only",
+        [fin(), fin()],
+        [("P9", 0), ("P8", 0), ("P11", 1), ("P9", 1)],
+        ("it is the first chunk", "the first came at position 0"),
+    ),
+    Case(
+        "finish-in-the-middle",
+        [*TEXT0, fin(), bs(1, "text"), td(1, "a"), te(1, "a"), usage(), fin()],
+        [("P9", 4), ("P8", 4), ("P11", 5), ("P11", 6), ("P11", 7), ("P11", 8), ("P11", 9), ("P9", 9)],
+        ("finish must directly follow usage; it follows a block-end", "second finish (the first came at position 4)"),
+    ),
+    Case(
+        "usage-twice",
+        [*TEXT0, usage(), usage(), fin()],
+        [("P8", 5)],
+        ("usage at position 5: usage must come exactly once; the first came at position 4",),
+    ),
+    Case("usage-three-times", [*TEXT0, usage(), usage(), usage(), fin()], [("P8", 5), ("P8", 6)]),
+    Case("usage-after-finish", [*TEXT0, *STOP, usage()], [("P11", 6), ("P8", 6)]),
+    Case("first-usage-after-finish", [*TEXT0, fin(), usage()], [("P9", 4), ("P8", 4), ("P11", 5)]),
+    Case(
+        "usage-and-finish-again",
+        [*TEXT0, *STOP, *STOP],
+        [("P11", 6), ("P8", 6), ("P11", 7), ("P9", 7)],
+    ),
+    Case("late-delta-is-only-p11", [*TEXT0, *STOP, td(0, ""), te(5, "x")], [("P11", 6), ("P11", 7)]),
+)
+def test_once_per_stream(case: Case) -> None:
+    run_case(case)
+
+
+@FAST
+@given(valid_sequences())
+def test_valid_sequence_with_its_usage_or_finish_repeated(chunks: list[StreamChunk]) -> None:
+    n = len(chunks)
+    *body, last_usage, last_finish = chunks
+    assert pairs(check([*chunks, last_finish])) == [("P11", n), ("P9", n)]
+    assert pairs(check([*chunks, last_usage])) == [("P11", n), ("P8", n)]
+    assert pairs(check([*body, last_usage, last_usage, last_finish])) == [("P8", n - 1)]
+    assert pairs(check([*body, last_finish, last_usage])) == [("P9", n - 2), ("P8", n - 2), ("P11", n - 1)]
+
+
 @cases(
     Case(
         "text-with-tool-calls",
@@ -758,8 +838,18 @@ def test_p10_finish_reason(case: Case) -> None:
 
 
 @cases(
-    Case("usage-after-finish", [*TEXT0, *STOP, usage()], [("P11", 6)], ("usage at position 6: nothing may follow finish",)),
-    Case("finish-twice", [*TEXT0, *STOP, fin()], [("P11", 6)], ("finish at position 6",)),
+    Case(
+        "usage-after-finish",
+        [*TEXT0, *STOP, usage()],
+        [("P11", 6), ("P8", 6)],
+        ("usage at position 6: nothing may follow finish", "usage must come exactly once; the first came at position 4"),
+    ),
+    Case(
+        "finish-twice",
+        [*TEXT0, *STOP, fin()],
+        [("P11", 6), ("P9", 6)],
+        ("finish at position 6: nothing may follow finish", "second finish (the first came at position 5)"),
+    ),
     Case("block-after-finish", [*TEXT0, *STOP, bs(1, "text"), td(1, "a"), te(1, "a")], [("P11", 6), ("P11", 7), ("P11", 8)]),
     Case(
         "no-finish-block-open",
@@ -952,7 +1042,8 @@ def test_feed_after_finish_is_p11_and_finish_adds_nothing() -> None:
     validator = SequenceValidator()
     for chunk in [*TEXT0, *STOP]:
         assert validator.feed(chunk) == []
-    assert pairs(validator.feed(usage())) == [("P11", 6)]
+    assert pairs(validator.feed(usage())) == [("P11", 6), ("P8", 6)]
+    assert pairs(validator.feed(fin())) == [("P11", 7), ("P9", 7)]
     assert validator.finish() == []
 
 
@@ -1174,7 +1265,7 @@ def test_an_unreadable_chunk_is_p1_and_keeps_positions_aligned() -> None:
     validator.feed({"type": "finish", "reason": {"kind": "stop"}})
     validator.feed({"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}})
     validator.finish()
-    assert [(v.rule, v.position) for v in validator.violations] == [("P1", 0), ("P11", 3)]
+    assert [(v.rule, v.position) for v in validator.violations] == [("P1", 0), ("P11", 3), ("P8", 3)]
 
 
 @pytest.mark.parametrize("chunks", [{"type": "finish", "reason": {"kind": "stop"}}, "chunks"])
