@@ -1,14 +1,21 @@
 """Cassette-driven tests: every cassette with ``dsh_replay:`` metadata is a test item.
 
-With ``dsh_replay_collect = true``, a cassette under the cassette folder is
-replayed through the adapter of its route (built-in, ``[tool.dsh_replay.routes]``
-or the plugin YAML) and compared with its golden — no test function needed.
+With ``dsh_replay_collect = true``, a cassette in a cassette folder is replayed
+through the adapter of its route (built-in, ``[tool.dsh_replay.routes]`` or the
+plugin YAML) and compared with its golden — no test function needed.
+
+The cassette folders (:func:`is_collectable`) are the ones the fixture writes
+to: ``dsh_replay_cassette_dir`` when the ini names one, and the default layout,
+a ``cassettes/`` folder beside the test modules (``tests/cassettes/test_x/``,
+as pytest-recording lays them out) or at the rootdir (the project's own
+``cassettes/<route>/``). pytest offers each file once to
+``pytest_collect_file``; a file reached twice anyway (overlapping arguments, a
+symlinked folder) becomes one item (:class:`Collected`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,37 +25,44 @@ import pytest
 from ._exceptions import DshReplayError
 from ._golden import golden_path_for
 from ._replay import CaseResult, replay_case
-from ._report import Tally
+from ._report import Tally, has_metadata
 from ._routes import RouteTable
 from ._settings import Settings
 
-__all__ = ["CassetteFile", "CassetteItem", "has_metadata"]
+__all__ = ["CassetteFile", "CassetteItem", "Collected", "has_metadata", "is_collectable"]
 
 
-# Our top-level key at the start of a line, in block style, plain or quoted.
-_TOP_LEVEL_KEY = re.compile(rb"\n(?:dsh_replay|\"dsh_replay\"|'dsh_replay')[ \t]*:")
+CASSETTES = "cassettes"
 
 
-def has_metadata(path: Path) -> bool:
-    """Does this YAML file have our top-level ``dsh_replay:`` key, wherever it is?
+def is_collectable(path: Path, *, root: Path, cassette_dir: Path | None) -> bool:
+    """Is this YAML file in a cassette folder: under ``cassette_dir``, or a ``cassettes/`` folder below ``root``?
 
-    The file is read in blocks, not parsed: a directory may hold large cassettes
-    and plain vcrpy ones. A file that cannot be read counts as a case, so that
-    loading it reports why instead of the file being skipped in silence.
+    Only the place is judged here; whether it is ours is :func:`has_metadata`'s call.
     """
-    try:
-        with path.open("rb") as fh:
-            # The file's start (after a BOM) is a line start; a key cut by a block
-            # edge is found with the end of the block before it.
-            text = b"\n" + fh.read(1 << 16).removeprefix(b"\xef\xbb\xbf")
-            while not _TOP_LEVEL_KEY.search(text):
-                block = fh.read(1 << 16)
-                if not block:
-                    return False
-                text = text[-64:] + block
-    except OSError:
+    if path.suffix not in (".yaml", ".yml"):
+        return False
+    if cassette_dir is not None and cassette_dir in path.parents:
         return True
-    return True
+    try:
+        folders = path.relative_to(root).parts[:-1]
+    except ValueError:
+        return False  # above the rootdir, any folder could be called cassettes
+    return CASSETTES in folders
+
+
+class Collected:
+    """The cassettes made into items this session, by resolved path: each one once."""
+
+    def __init__(self) -> None:
+        self._seen: set[Path] = set()
+
+    def first_time(self, path: Path) -> bool:
+        resolved = path.resolve()
+        if resolved in self._seen:
+            return False
+        self._seen.add(resolved)
+        return True
 
 
 class CaseFailed(Exception):
@@ -109,3 +123,4 @@ def routes_for(config: pytest.Config, settings: Settings) -> RouteTable:
 SETTINGS_KEY = pytest.StashKey[Settings]()
 TALLY_KEY = pytest.StashKey[Tally]()
 ROUTES_KEY = pytest.StashKey[RouteTable]()
+COLLECTED_KEY = pytest.StashKey[Collected]()

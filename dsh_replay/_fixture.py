@@ -320,6 +320,12 @@ class DshReplay:
             self._tally.counts[f"goldens_{status}"] += 1
         self._pending_goldens.clear()
 
+    def _drop_goldens(self, reason: str) -> None:
+        """The test did not pass: its goldens stay as they are, and the summary says which."""
+        for path, _data, _status in self._pending_goldens:
+            self._tally.not_written(path, reason)
+        self._pending_goldens.clear()
+
     def run(self, adapter: LlmAdapter, options: GenerateOptions, **kwargs: Any) -> list[StreamChunk]:
         """The synchronous twin of :meth:`stream`, for tests that are not async."""
         try:
@@ -330,16 +336,22 @@ class DshReplay:
 
     # -- tear-down -----------------------------------------------------------------
 
-    def close(self, *, test_failed: bool = False) -> None:
+    def close(self, *, outcome: str = "passed") -> None:
         """Write the cassette if it recorded, then the goldens; fail on interactions left unplayed.
 
-        ``test_failed``: the test did not pass (failed, skipped, interrupted).
-        Then nothing is written: a recording cut short, or made of errors the
-        test did not expect, must not replace a good cassette or become one.
+        ``outcome``: the test's, as pytest reports its call (``passed``,
+        ``failed``, ``skipped``, ``xfailed``; ``interrupted`` when there was no
+        report). A test that did not pass writes nothing: a recording cut
+        short, or made of errors the test did not expect, must not replace a
+        good cassette or become one; the goldens it had to write are named in
+        the summary instead (``goldens: N not written (test failed): ...``).
         When the test itself failed, interactions it never got to play are a
         consequence, not news, so they are not reported a second time.
         """
+        test_failed = outcome != "passed"
         context, self._context = self._context, None
+        if test_failed:
+            self._drop_goldens(f"test {outcome}")
         if context is None or context.session is None:
             if not test_failed:
                 self._write_goldens()
@@ -349,6 +361,7 @@ class DshReplay:
         try:
             context.__exit__(*failure)
         except CassetteError as exc:
+            self._drop_goldens("cassette not written")
             raise _failure(str(exc)) from None
         if session.discarded:
             self._tally.counts["cassettes_discarded"] += 1

@@ -13,13 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from ._collection import SETTINGS_KEY, TALLY_KEY, CassetteFile, CassetteItem, has_metadata
+from ._collection import (
+    COLLECTED_KEY,
+    SETTINGS_KEY,
+    TALLY_KEY,
+    CassetteFile,
+    CassetteItem,
+    Collected,
+    has_metadata,
+    is_collectable,
+)
 from ._fixture import DshReplay, MarkerOptions, cassette_path_for
 from ._report import RunScope, Tally
 from ._settings import Settings, add_options
 
 _SCOPE = pytest.StashKey[RunScope]()
-_CALL_PASSED = pytest.StashKey[bool]()
+_CALL_OUTCOME = pytest.StashKey[str]()
 
 
 def _pytest_recording_active(pluginmanager: pytest.PytestPluginManager) -> bool:
@@ -47,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "dsh_replay_case: a test item replaying one cassette (collected)")
     config.stash[SETTINGS_KEY] = Settings.from_config(config)
     config.stash[TALLY_KEY] = Tally()
+    config.stash[COLLECTED_KEY] = Collected()
     if getattr(config, "workerinput", None) is None:
         config.stash[_SCOPE] = RunScope()
         config.pluginmanager.register(_RunWatcher(config), "dsh_replay.run")
@@ -55,11 +65,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    settings = parent.config.stash[SETTINGS_KEY]
-    if not settings.collect or file_path.suffix not in (".yaml", ".yml"):
+    config = parent.config
+    settings = config.stash[SETTINGS_KEY]
+    if not settings.collect or not is_collectable(file_path, root=config.rootpath, cassette_dir=settings.cassette_dir):
         return None
-    root = settings.cassette_dir or parent.config.rootpath / "cassettes"
-    if root not in file_path.parents or not has_metadata(file_path):
+    if not has_metadata(file_path) or not config.stash[COLLECTED_KEY].first_time(file_path):
         return None
     return CassetteFile.from_parent(parent, path=file_path)
 
@@ -120,7 +130,8 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if report.when == "call":
-        item.stash[_CALL_PASSED] = report.passed
+        # an xpass (not strict) is a pass; an xfail is reported as skipped, named here for the summary
+        item.stash[_CALL_OUTCOME] = "xfailed" if report.skipped and hasattr(report, "wasxfail") else report.outcome
     if report.failed or report.skipped:  # skipped includes xfailed
         # it may have stopped before some of its calls: none of its files is unused
         cassette = _cassette_of(item, item.config.stash[SETTINGS_KEY])
@@ -141,8 +152,8 @@ def dsh_replay(request: pytest.FixtureRequest) -> Iterator[DshReplay]:
     config = request.config
     replay = DshReplay(request.node, config.stash[SETTINGS_KEY], config.stash[TALLY_KEY])
     yield replay
-    # skipped, xfailed, or never got to a report (Ctrl-C): not passed, so nothing is written
-    replay.close(test_failed=not request.node.stash.get(_CALL_PASSED, False))
+    # failed, skipped, xfailed, or never got to a report (Ctrl-C): not passed, so nothing is written
+    replay.close(outcome=request.node.stash.get(_CALL_OUTCOME, "interrupted"))
 
 
 # -- the summary, once, also under pytest-xdist -----------------------------------
@@ -206,14 +217,19 @@ def _every_path(config: pytest.Config) -> bool:
 
     A folder of cassettes is shared by every module of the same name (with
     ``dsh_replay_cassette_dir``, ``unit/test_api.py`` and ``e2e/test_api.py``
-    both use ``test_api/``), so even a run of whole files can miss a folder's
-    users: it may list what looks unused, but not delete it.
+    both use ``test_api/``), and a marker's ``cassette=`` may point into any
+    folder, so even a run of whole files can miss a folder's users: it lists
+    nothing and deletes nothing. Naming the rootdir itself is the whole suite.
     """
     if any(str(arg).startswith("--ignore") for arg in config.invocation_params.args):
         return False  # --ignore, --ignore-glob on this command line (in addopts they shape the suite)
     if config.args_source is pytest.Config.ArgsSource.TESTPATHS:
         return True
-    return config.args_source is pytest.Config.ArgsSource.INVOCATION_DIR and config.invocation_params.dir == config.rootpath
+    if config.args_source is pytest.Config.ArgsSource.INVOCATION_DIR:
+        return config.invocation_params.dir == config.rootpath
+    # `pytest path/to/project` from elsewhere: the rootdir itself, named, is the whole suite
+    root = config.rootpath.resolve()
+    return any("::" not in str(arg) and (config.invocation_params.dir / str(arg)).resolve() == root for arg in config.args)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
@@ -221,6 +237,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         return
     tally, settings = config.stash[TALLY_KEY], config.stash[SETTINGS_KEY]
     lines = tally.lines(scope=config.stash[_SCOPE], root=config.rootpath, prune=settings.prune_unused)
+    refused = settings.ci_refusal()
+    if refused is not None:
+        lines.insert(0, refused)  # shown even when no test of ours ran: the flag was ignored all the same
     if lines:
         terminalreporter.write_sep("-", "dsh-replay")
         for line in lines:

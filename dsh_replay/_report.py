@@ -5,19 +5,42 @@ Workers keep their own :class:`Tally` and ship it to the controller in
 unused goldens and orphan cassettes in the folders the run touched, and prints
 the summary once.
 
-A cassette is an orphan when no collected test uses it (collection records the
-cassette each ``dsh_replay`` test would open, so a skipped test's cassette is
-not an orphan). A golden is unused when nothing compared it and either its
-cassette was replayed (a golden for a call the test no longer makes, or a test
-that turned goldens off) or its cassette belongs to no test at all. A test that
-did not pass may have stopped before some of its calls, so its cassette and
-every golden of it count as used (:meth:`Tally.keep`).
+Which files the summary may list, and ``--prune-unused`` may delete
+-------------------------------------------------------------------
 
-Whether the run may list and delete such files is :class:`RunScope`'s call.
+Only our own files, and only those no test outside the run could own:
+
+- **Only a run of the whole suite lists anything** (:class:`RunScope`): a test
+  that was not selected, was deselected, was not collected or did not finish
+  could be the owner of any file (a ``cassette=`` in its marker may point into
+  any folder), so a partial run lists none. Deleting needs that run green too.
+- **Only folders the run touched**: those where this run's ``dsh_replay``
+  tests and collected cases opened a cassette.
+- **A cassette is ours** when it carries our top-level ``dsh_replay:`` metadata
+  (:func:`has_metadata`). A plain vcrpy or pytest-recording cassette beside
+  ours is never an orphan, whatever its name: its tests open it in ways this
+  plugin cannot see (``vcr.use_cassette(...)``, ``@pytest.mark.vcr``).
+  An orphan is a cassette of ours that no collected test would open (the
+  cassette each selected test would open is recorded at collection, so a
+  skipped test's cassette is no orphan).
+- **A golden is ours by its suffix** (``.chunks.jsonl``), but it is unused only
+  when nothing compared it, no test that did not pass owns its cassette (that
+  test may have stopped before the call the golden is for, :meth:`Tally.keep`),
+  and its cassette (``<stem>.yaml`` or ``.yml`` beside it, where ``case.2`` may
+  also be call 2 of ``case``) is
+
+  1. one this run's tests replayed or recorded: the golden is for a call the
+     test no longer makes, or the test turned goldens off; or
+  2. an orphan of ours (see above): the golden goes with it; or
+  3. absent, and no test of the run would open it: a leftover of a deleted test.
+
+  Any other golden is kept: in particular one beside a cassette that is not
+  ours and that no test of ours used, which we cannot tell is unused.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +48,45 @@ from typing import Any
 
 from ._golden import GOLDEN_SUFFIX
 
-__all__ = ["RunScope", "Tally"]
+__all__ = ["RunScope", "Tally", "has_metadata"]
 
 _SUBSET = "only a run of every test can tell what is unused"
+_PATHS = "paths were named or pytest started in a subfolder; only a run of the whole suite prunes"
+
+# Our top-level key at the start of a line, in block style, plain or quoted.
+_TOP_LEVEL_KEY = re.compile(rb"\n(?:dsh_replay|\"dsh_replay\"|'dsh_replay')[ \t]*:")
+
+
+def has_metadata(path: Path) -> bool:
+    """Does this YAML file have our top-level ``dsh_replay:`` key, wherever it is?
+
+    The file is read in blocks, not parsed: a directory may hold large cassettes
+    and plain vcrpy ones. A file that cannot be read counts as a case, so that
+    loading it reports why instead of the file being skipped in silence.
+    """
+    return _read_metadata_key(path) is not False
+
+
+def _read_metadata_key(path: Path) -> bool | None:
+    """True: the file has our top-level key; False: it has not; None: it cannot be read."""
+    try:
+        with path.open("rb") as fh:
+            # The file's start (after a BOM) is a line start; a key cut by a block
+            # edge is found with the end of the block before it.
+            text = b"\n" + fh.read(1 << 16).removeprefix(b"\xef\xbb\xbf")
+            while not _TOP_LEVEL_KEY.search(text):
+                block = fh.read(1 << 16)
+                if not block:
+                    return False
+                text = text[-64:] + block
+    except OSError:
+        return None
+    return True
+
+
+def _is_ours(cassette: Path) -> bool:
+    """A cassette this plugin may call an orphan: readable, with our metadata (never a vcrpy one)."""
+    return _read_metadata_key(cassette) is True
 
 _COUNTERS = (
     "cassettes_recorded",
@@ -50,6 +109,8 @@ class Tally:
     folders: set[str] = field(default_factory=set)
     expected: set[str] = field(default_factory=set)
     kept: set[str] = field(default_factory=set)
+    #: golden path → why it was not written ("test failed", "test skipped", ...)
+    unwritten: dict[str, str] = field(default_factory=dict)
     deselected: int = 0
 
     def expect(self, cassette: Path) -> None:
@@ -66,6 +127,10 @@ class Tally:
         if golden is not None:
             self.goldens.add(str(golden.resolve()))
 
+    def not_written(self, golden: Path, reason: str) -> None:
+        """A golden the run had to write (recording, ``--update-golden``) was left as it was."""
+        self.unwritten[str(golden.resolve())] = reason
+
     def to_json(self) -> dict[str, Any]:
         return {
             "counts": dict(self.counts),
@@ -74,6 +139,7 @@ class Tally:
             "folders": sorted(self.folders),
             "expected": sorted(self.expected),
             "kept": sorted(self.kept),
+            "unwritten": dict(sorted(self.unwritten.items())),
             "deselected": self.deselected,
         }
 
@@ -84,10 +150,14 @@ class Tally:
         self.folders.update(data.get("folders", ()))
         self.expected.update(data.get("expected", ()))
         self.kept.update(data.get("kept", ()))
+        self.unwritten.update(data.get("unwritten", {}))
         self.deselected += int(data.get("deselected", 0))
 
     def unused(self) -> tuple[list[Path], list[Path]]:
-        """(goldens no test compared, cassettes no test used) in the folders the run touched."""
+        """(goldens no test compared, cassettes of ours no test used) in the folders the run touched.
+
+        The rules are in the module docstring; only a run of the whole suite may ask.
+        """
         goldens: list[Path] = []
         cassettes: list[Path] = []
         known = self.cassettes | self.expected | self.kept
@@ -97,35 +167,43 @@ class Tally:
             except OSError:
                 continue
             for path in paths:
+                if not path.is_file():
+                    continue
                 resolved = str(path.resolve())
                 if path.name.endswith(GOLDEN_SUFFIX):
                     if resolved not in self.goldens and self._golden_unused(path, known):
                         goldens.append(path)
-                elif path.suffix in (".yaml", ".yml") and resolved not in known:
+                elif path.suffix in (".yaml", ".yml") and resolved not in known and _is_ours(path):
                     cassettes.append(path)
         return goldens, cassettes
 
     def _golden_unused(self, golden: Path, known: set[str]) -> bool:
         folder = golden.parent.resolve()
-        owners = [str(folder / (stem + ext)) for stem in _cassette_stems(golden) for ext in (".yaml", ".yml")]
-        if any(owner in self.kept for owner in owners):
+        owners = [folder / (stem + ext) for stem in _cassette_stems(golden) for ext in (".yaml", ".yml")]
+        names = [str(owner) for owner in owners]
+        if any(name in self.kept for name in names):
             return False  # its test did not pass: it may not have reached the call this golden is for
-        if any(owner in self.cassettes for owner in owners):
-            return True  # its cassette was replayed, yet nothing compared this golden
-        return not any(owner in known for owner in owners)
+        if any(name in self.cassettes for name in names):
+            return True  # rule 1: its cassette was replayed or recorded, yet nothing compared this golden
+        if any(name in known for name in names):
+            return False  # a test of the run would open its cassette, and may yet compare it
+        # rule 2 (every cassette it may belong to is an orphan of ours) or rule 3 (there is none);
+        # a cassette that is not ours (vcrpy, pytest-recording) keeps it
+        return all(_is_ours(owner) for owner in owners if owner.exists())
 
     def lines(self, *, scope: RunScope, root: Path, prune: bool = False) -> list[str]:
         """The summary lines; with ``prune`` (and a run ``scope`` allows it) the unused files are deleted."""
         c = self.counts
-        if not (self.cassettes or any(c[name] for name in _COUNTERS)):
+        if not (self.cassettes or self.unwritten or any(c[name] for name in _COUNTERS)):
             return []
         out = [
             f"cassettes: {c['cassettes_replayed']} replayed, {c['cassettes_recorded']} recorded",
             _goldens_line(c),
+            *_unwritten_lines(self.unwritten, root),
             f"secrets scrubbed: {c['secrets_scrubbed']}",
         ]
         refusal = scope.refusal(deselected=self.deselected)
-        if scope.covers_every_test(deselected=self.deselected):
+        if scope.listing_refusal(deselected=self.deselected) is None:
             goldens, cassettes = self.unused()
             delete = prune and refusal is None
             verb = ", deleted" if delete and (goldens or cassettes) else ""
@@ -147,19 +225,18 @@ class RunScope:
     the controller, which receives every worker's test and collection reports,
     while deselections happen in the workers and arrive in their :class:`Tally`.
 
-    - Listing needs every test: a test that was not selected (``-k``, ``-m``,
-      node ids, ``--lf``), was deselected (``--deselect``, any plugin), was not
-      collected (a collection error) or did not finish (``-x``, ``--maxfail``,
-      Ctrl-C) would leave its files looking unused.
-    - Deleting needs more: a run of the whole suite (``some_paths``: paths were
-      named, or pytest started below the rootdir; a folder is shared by the
-      modules of one name, and the others may not have run), with no failure
-      or error (exit status 0). A failing test's files are kept already
-      (:meth:`Tally.keep`), but a failing run is a poor witness (a broken
-      fixture or conftest, a half-done refactoring), and "only a complete,
-      green run prunes" is a rule users can predict. Skipped and xfailed tests
-      do not stop pruning (suites skip by platform or optional dependency);
-      their files are kept.
+    - Listing needs a run of the whole suite. A test that was not selected
+      (``-k``, ``-m``, node ids, ``--lf``), was deselected (``--deselect``, any
+      plugin), was not collected (a collection error, named paths, ``--ignore``,
+      pytest started below the rootdir) or did not finish (``-x``,
+      ``--maxfail``, Ctrl-C) would leave its files looking unused: the files of
+      its folder, and any file its marker's ``cassette=`` names elsewhere.
+    - Deleting needs that run green too: no failure or error (exit status 0).
+      A failing test's files are kept already (:meth:`Tally.keep`), but a
+      failing run is a poor witness (a broken fixture or conftest, a half-done
+      refactoring), and "only a complete, green run prunes" is a rule users can
+      predict. Skipped and xfailed tests do not stop pruning (suites skip by
+      platform or optional dependency); their files are kept.
     """
 
     narrowed: bool = False
@@ -173,12 +250,19 @@ class RunScope:
     def covers_every_test(self, *, deselected: int) -> bool:
         return not (self.narrowed or deselected or self.collect_errors) and len(self.finished) >= self.collected
 
-    def refusal(self, *, deselected: int) -> str | None:
-        """Why nothing may be deleted, or None."""
+    def listing_refusal(self, *, deselected: int) -> str | None:
+        """Why unused files may not even be listed, or None."""
         if not self.covers_every_test(deselected=deselected):
             return _SUBSET
         if self.some_paths:
-            return "paths were named or pytest started in a subfolder; only a run of the whole suite prunes"
+            return _PATHS
+        return None
+
+    def refusal(self, *, deselected: int) -> str | None:
+        """Why nothing may be deleted, or None."""
+        why = self.listing_refusal(deselected=deselected)
+        if why is not None:
+            return why
         if self.failed:
             n = len(self.failed)
             return f"{n} test{'s' if n != 1 else ''} failed or errored; only a run where every test passes prunes"
@@ -198,6 +282,17 @@ def _goldens_line(c: Counter[str]) -> str:
     return line
 
 
+def _unwritten_lines(unwritten: dict[str, str], root: Path) -> list[str]:
+    """``goldens: 2 not written (test failed): a.chunks.jsonl, b.chunks.jsonl``, one line per reason."""
+    by_reason: dict[str, list[Path]] = {}
+    for path, reason in sorted(unwritten.items()):
+        by_reason.setdefault(reason, []).append(Path(path))
+    return [
+        f"goldens: {len(paths)} not written ({reason}): {_names(paths, root)}"
+        for reason, paths in sorted(by_reason.items())
+    ]
+
+
 def _cassette_stems(golden: Path) -> list[str]:
     """``case.chunks.jsonl`` → [``case``]; ``case.2.chunks.jsonl`` → [``case.2``, ``case``] (a later call's golden)."""
     stem = golden.name[: -len(GOLDEN_SUFFIX)]
@@ -206,11 +301,14 @@ def _cassette_stems(golden: Path) -> list[str]:
 
 
 def _listing(paths: list[Path], root: Path) -> str:
-    if not paths:
-        return ""
+    return f" ({_names(paths, root)})" if paths else ""
+
+
+def _names(paths: list[Path], root: Path) -> str:
+    """The first ten paths relative to the rootdir, and how many more."""
     shown = [_relative(p, root) for p in paths[:10]]
     more = f", … (+{len(paths) - 10})" if len(paths) > 10 else ""
-    return " (" + ", ".join(shown) + more + ")"
+    return ", ".join(shown) + more
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -99,6 +99,8 @@ class Settings:
     collect: bool
     plugins: Path | None
     ci: bool
+    #: where ``record_mode`` came from: ``--record-mode`` or ``ini dsh_replay_record_mode``
+    record_mode_from: str = "--record-mode"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -109,7 +111,8 @@ class Settings:
                 return str(value), "--" + option.replace("_", "-")
             return str(config.getini(ini)).strip(), f"ini {ini}"
 
-        record_mode = _parse(RecordMode.parse, *pick("record_mode", "dsh_replay_record_mode"))
+        mode_text, mode_from = pick("record_mode", "dsh_replay_record_mode")
+        record_mode = _parse(RecordMode.parse, mode_text, mode_from)
         fragmentation = _parse(Fragmentation.parse, *pick("replay_fragmentation", "dsh_replay_fragmentation"))
         speed = _parse(parse_speed, *pick("replay_speed", "dsh_replay_speed"))
         root = config.rootpath
@@ -125,11 +128,18 @@ class Settings:
             collect=_parse(_truth, str(config.getini("dsh_replay_collect")).strip(), "ini dsh_replay_collect"),
             plugins=(root / plugins) if plugins else None,
             ci=ci_is_set(),
+            record_mode_from=mode_from,
         )
         settings.refuse_in_ci()
         return settings
 
     def refuse_in_ci(self) -> None:
+        """Stop the run when CI is set and it was asked to write (record, update or prune).
+
+        ``once`` is the exception: it only records what is missing, so under CI
+        it replays, a missing cassette fails as in ``none``, and the summary
+        says so in one line (:meth:`ci_refusal`).
+        """
         if not self.ci:
             return
         if self.record_mode in RECORDING_MODES or self.update_golden or self.prune_unused:
@@ -142,6 +152,16 @@ class Settings:
                 f"dsh-replay: {what} is refused because CI is set: CI only replays committed cassettes "
                 "and goldens. Record and update locally, review the diff, and commit."
             )
+
+    def ci_refusal(self) -> str | None:
+        """The summary line saying that CI turned a recording mode into replay, or None."""
+        if self.effective_mode is self.record_mode:
+            return None
+        asked = (
+            f"--record-mode={self.record_mode.value}" if self.record_mode_from.startswith("--")
+            else f"{self.record_mode_from} = {self.record_mode.value}"
+        )
+        return f"dsh-replay: recording refused: CI is set ({asked} ignored; CI only replays)"
 
     @property
     def effective_mode(self) -> RecordMode:

@@ -105,18 +105,24 @@ def test_a_bad_collect_flag_is_a_usage_error_naming_the_key(project: pytest.Pyte
     )
 
 
-def test_only_cassettes_with_metadata_under_the_cassette_dir_are_collected(project: pytest.Pytester, cases: Path) -> None:
+def test_only_cassettes_with_metadata_in_a_cassette_folder_are_collected(project: pytest.Pytester, cases: Path) -> None:
     (cases / "plain_vcr.yaml").write_text("interactions: []\nversion: 1\n")
     elsewhere = project.path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "copy.yaml").write_bytes((cases / "test_one.yaml").read_bytes())
     project.runpytest().assert_outcomes(passed=2)
-    # the ini names another folder: only what is under it
+    # the ini names another folder: what is under it, besides the default cassettes/ folders
     project.makeini(ini("dsh_replay_collect = true", "dsh_replay_cassette_dir = elsewhere"))
     (elsewhere / "copy.chunks.jsonl").write_bytes((cases / "test_one.chunks.jsonl").read_bytes())
-    result = project.runpytest("-v")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["elsewhere/copy.yaml::copy PASSED*"])
+    result = project.runpytest("-v", "-p", "no:randomly")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "cassettes/test_rec/test_one.yaml::test_one PASSED*",
+            "cassettes/test_rec/test_two.yaml::test_two PASSED*",
+            "elsewhere/copy.yaml::copy PASSED*",
+        ]
+    )
 
 
 def test_a_route_from_a_plugin_yaml(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,3 +252,55 @@ def test_a_key_cut_by_a_block_edge_is_found(tmp_path: Path, offset: int) -> None
 def test_a_file_that_cannot_be_read_counts_as_a_case(tmp_path: Path) -> None:
     # Loading it then says why, instead of the file being skipped in silence.
     assert has_metadata(tmp_path)  # a folder: open() fails
+
+
+def test_the_default_layout_beside_the_test_modules_is_collected(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # cassettes/ beside each test module, as the fixture (and pytest-recording) lays them out
+    project.makeini(ini("pythonpath = ."))
+    project.mkdir("tests")
+    project.makepyfile(**{"tests/test_rec": IMPORTS + echo_test("test_one", "1") + echo_test("test_two", "2")})
+    with provider(monkeypatch, streaming(ndjson("one")), streaming(ndjson("two"))):
+        project.runpytest("--record-mode=once", "-p", "no:randomly").assert_outcomes(passed=2)
+    folder = project.path / "tests" / "cassettes" / "test_rec"
+    assert sorted(p.name for p in folder.glob("*.yaml")) == ["test_one.yaml", "test_two.yaml"]
+    (folder / "plain_vcr.yaml").write_text("interactions: []\nversion: 1\n")  # not ours: never an item
+    project.makefile(".toml", pyproject=PYPROJECT)
+    project.makeini(ini("pythonpath = .", "dsh_replay_collect = true"))
+    items = [
+        "tests/cassettes/test_rec/test_one.yaml::test_one PASSED*",
+        "tests/cassettes/test_rec/test_two.yaml::test_two PASSED*",
+    ]
+    # beside the test module that recorded them: its two tests and the two cases
+    result = project.runpytest("-v", "-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(items)
+    # the module gone, the cassettes are the tests
+    (project.path / "tests" / "test_rec.py").unlink()
+    result = project.runpytest("-v", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(items)
+    assert summary_line(result, "cassettes:") == "cassettes: 2 replayed, 0 recorded"
+    assert summary_line(result, "goldens:") == "goldens: 2 matched, 0 written, 0 updated"
+
+
+@pytest.mark.parametrize("cassette_dir", ["tests/cassettes", "tests", "tests/cassettes/test_rec", "linked"])
+def test_a_cassette_dir_overlapping_the_default_layout_collects_each_cassette_once(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cassette_dir: str
+) -> None:
+    # "linked" is a symlink to tests/cassettes: pytest reaches each cassette by two paths
+    project.makeini(ini("pythonpath = ."))
+    project.mkdir("tests")
+    project.makepyfile(**{"tests/test_rec": IMPORTS + echo_test("test_one", "1")})
+    with provider(monkeypatch, streaming(ndjson("one"))):
+        project.runpytest("--record-mode=once").assert_outcomes(passed=1)
+    (project.path / "tests" / "test_rec.py").unlink()
+    (project.path / "linked").symlink_to(project.path / "tests" / "cassettes", target_is_directory=True)
+    project.makefile(".toml", pyproject=PYPROJECT)
+    project.makeini(ini("pythonpath = .", "dsh_replay_collect = true", f"dsh_replay_cassette_dir = {cassette_dir}"))
+    for args in ([], ["tests", "tests/cassettes", "tests/cassettes/test_rec/test_one.yaml", "linked"]):
+        result = project.runpytest("-v", "-p", "no:randomly", *args)
+        result.assert_outcomes(passed=1)
+        assert [line.split()[0] for line in result.outlines if "::test_one " in line] == [
+            "linked/test_rec/test_one.yaml::test_one" if cassette_dir == "linked" and not args
+            else "tests/cassettes/test_rec/test_one.yaml::test_one"
+        ]

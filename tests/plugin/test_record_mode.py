@@ -14,6 +14,7 @@ from .helpers import (
     provider,
     read_lines,
     streaming,
+    summary,
     summary_line,
 )
 
@@ -259,3 +260,45 @@ def test_ci_set_to_false_does_not_count(echo: pytest.Pytester, monkeypatch: pyte
     monkeypatch.setenv("CI", "false")
     with provider(monkeypatch):
         echo.runpytest("--record-mode=once").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("recording", [[], ["-p", "no:recording"]], ids=["pytest-recording", "ours"])
+def test_ci_says_in_the_summary_that_once_only_replayed(
+    echo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, recording: list[str]
+) -> None:
+    refused = "dsh-replay: recording refused: CI is set (--record-mode=once ignored; CI only replays)"
+    with provider(monkeypatch) as emu:
+        result = echo.runpytest(*recording, "--record-mode=once")  # no CI: records, and says nothing of CI
+        result.assert_outcomes(passed=1)
+        assert len(emu.requests) == 1
+        assert [line for line in summary(result) if "refused" in line] == []
+        assert summary(result)[0] == "cassettes: 0 replayed, 1 recorded"
+
+        monkeypatch.setenv("CI", "1")
+        (echo.path / "cassettes" / "test_mode" / "test_echo.chunks.jsonl").unlink()
+        result = echo.runpytest(*recording, "--record-mode=once")
+        assert len(emu.requests) == 1  # nothing went to the provider
+    result.assert_outcomes(failed=1)  # the golden is missing, and once does not write it under CI
+    assert summary(result)[:3] == [
+        refused,
+        "cassettes: 1 replayed, 0 recorded",
+        "goldens: 0 matched, 0 written, 0 updated, 1 missing",
+    ]
+    assert not (echo.path / "cassettes" / "test_mode" / "test_echo.chunks.jsonl").exists()
+    # the line is there even when no test of ours ran, and only when the mode was ignored
+    result = echo.runpytest(*recording, "--record-mode=once", "-k", "no_such_test")
+    assert summary(result) == [refused]
+    result = echo.runpytest(*recording, "--record-mode=none")
+    assert [line for line in summary(result) if "refused" in line] == []
+
+
+def test_ci_names_the_ini_when_its_record_mode_was_ignored(echo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    echo.makeini(ini("dsh_replay_record_mode = once"))
+    monkeypatch.setenv("CI", "true")
+    result = echo.runpytest("-p", "no:recording")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*test_echo.yaml does not exist*"])
+    assert summary(result)[0] == (
+        "dsh-replay: recording refused: CI is set (ini dsh_replay_record_mode = once ignored; CI only replays)"
+    )
+    assert not (echo.path / "cassettes").exists()

@@ -171,3 +171,68 @@ def test_the_first_difference_counts_chunks_not_unicode_line_breaks(project: pyt
     result = project.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*differs from the adapter's chunks; first difference at chunk 2 (line 3)"])
+
+
+# -- a golden the run had to write, left unwritten because its test did not pass ----------------
+
+#: test_a fails after its stream when FAIL_A is set; test_b is an xfail that fails after its stream
+AFTER = IMPORTS + """
+import os
+""" + echo_test("test_a", "A", body='assert chunks\n    assert not os.environ.get("FAIL_A"), "broke after the stream"') + echo_test(
+    "test_b", "B", marker="@pytest.mark.xfail(reason='known')", body='assert os.environ.get("PASS_B"), "still broken"'
+)
+
+
+@pytest.mark.parametrize("xdist", [(), ("-p", "xdist", "-n", "2")], ids=["serial", "xdist"])
+def test_update_golden_says_which_goldens_a_failing_test_left_unwritten(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+) -> None:
+    project.makepyfile(test_after=AFTER)
+    monkeypatch.setenv("PASS_B", "1")
+    with provider(monkeypatch, streaming(ndjson("A")), streaming(ndjson("B"))):
+        result = project.runpytest("--record-mode=once", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, xpassed=1)
+    monkeypatch.delenv("PASS_B")
+    folder = project.path / "cassettes" / "test_after"
+    stale = '{"type":"finish","reason":{"kind":"stop"}}\n'
+    for name in ("test_a", "test_b"):
+        (folder / f"{name}.chunks.jsonl").write_text(stale)
+
+    monkeypatch.setenv("FAIL_A", "1")
+    result = project.runpytest_subprocess(*xdist, "--update-golden", "-p", "no:randomly")
+    result.assert_outcomes(failed=1, xfailed=1)
+    lines = summary(result)
+    assert lines[1:4] == [
+        "goldens: 0 matched, 0 written, 0 updated",
+        "goldens: 1 not written (test failed): cassettes/test_after/test_a.chunks.jsonl",
+        "goldens: 1 not written (test xfailed): cassettes/test_after/test_b.chunks.jsonl",
+    ]
+    assert (folder / "test_a.chunks.jsonl").read_text() == stale
+    assert (folder / "test_b.chunks.jsonl").read_text() == stale
+
+    # once the test passes, the golden is written and the line is gone
+    monkeypatch.delenv("FAIL_A")
+    result = project.runpytest_subprocess(*xdist, "--update-golden", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, xfailed=1)
+    assert [line for line in summary(result) if "not written" in line] == [
+        "goldens: 1 not written (test xfailed): cassettes/test_after/test_b.chunks.jsonl"
+    ]
+    assert summary_line(result, "goldens: 0 matched") == "goldens: 0 matched, 0 written, 1 updated"
+    assert read_lines(folder / "test_a.chunks.jsonl") == golden_lines("A")
+
+
+def test_a_recording_whose_test_fails_names_the_golden_it_did_not_write(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.makepyfile(test_after=AFTER)
+    monkeypatch.setenv("FAIL_A", "1")
+    monkeypatch.setenv("PASS_B", "1")
+    with provider(monkeypatch, streaming(ndjson("A")), streaming(ndjson("B"))):
+        result = project.runpytest("--record-mode=once", "test_after.py::test_a")
+    result.assert_outcomes(failed=1)
+    assert summary(result)[:3] == [
+        "cassettes: 0 replayed, 0 recorded",
+        "goldens: 0 matched, 0 written, 0 updated",
+        "goldens: 1 not written (test failed): cassettes/test_after/test_a.chunks.jsonl",
+    ]
+    assert not (project.path / "cassettes" / "test_after").exists()  # neither the cassette nor its golden
