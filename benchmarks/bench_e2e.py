@@ -8,7 +8,7 @@ in 4 KiB pieces, through a mock transport:
 - ``dsh_replay OpenAIChatAdapter`` - ``httpx.MockTransport`` -> our adapter
   (SSE decoding, translation, block sequencing) -> every chunk checked as it
   arrives by ``SequenceValidator.feed``, then ``finish`` (this is
-  ``dsh_replay._replay.run_adapter``, what the fixture runs).
+  ``dsh_replay.cassette.replay.run_adapter``, what the fixture runs).
 - ``openai package`` - the same bytes, cut the same way, through
   ``httpx2.MockTransport`` (the SDK is built on httpx2) -> ``AsyncOpenAI`` with
   ``max_retries=0`` -> ``chat.completions.create(stream=True)``, iterated into
@@ -73,7 +73,7 @@ async def ours(adapter_cls: Any, base_url: str, pieces: list[bytes]) -> int:
     import httpx
 
     from dsh_replay import GenerateOptions, Message
-    from dsh_replay._replay import run_adapter
+    from dsh_replay.cassette.replay import run_adapter
 
     options = GenerateOptions(
         model="bench-model", messages=[Message(role="user", content="Write the notes.")]

@@ -62,7 +62,7 @@ def write_cassette(path: Path, body: bytes, piece: int = 4096) -> None:
     """Write ``body`` as a one-interaction cassette, recorded in ``piece``-byte fragments."""
     from vcr.request import Request
 
-    from dsh_replay._cassette import Cassette, Interaction
+    from dsh_replay.cassette.store import Cassette, Interaction
 
     marker = b"data: BODY-GOES-HERE\n\n"
     sample = Cassette(

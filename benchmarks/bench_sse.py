@@ -110,7 +110,7 @@ def fragments(body: bytes, size: int = FRAGMENT) -> list[bytes]:
 
 
 def count_ours(frags: list[bytes]) -> int:
-    from dsh_replay._sse import SSEDecoder
+    from dsh_replay.wire.sse import SSEDecoder
 
     decoder = SSEDecoder()
     count = 0
@@ -158,7 +158,7 @@ def count_split(frags: list[bytes]) -> int:
 
 def _stage(check: bool, decode: bool, build: bool) -> Callable[[list[bytes]], int]:
     """The decoder's hot path cut down to its unavoidable steps (see ``--stages``)."""
-    from dsh_replay._sse import _DecodedEvent
+    from dsh_replay.wire.sse import _DecodedEvent
 
     message, nothing = repeat("message"), repeat(None)
 

@@ -7,9 +7,28 @@ fragment. See README.md.
 
 from __future__ import annotations
 
-from ._adapter import LlmAdapter, LlmRegistry
-from ._cassette import RecordMode
-from ._chunks import (
+from ._version import __version__ as __version__
+from .cassette.pacing import Fault, Fragmentation
+from .cassette.secrets import Scrubber
+from .cassette.session import CassetteSession, use_cassette
+from .cassette.store import RecordMode
+from .errors import (
+    AuthenticationError,
+    CassetteError,
+    ConfigError,
+    DshReplayError,
+    InvalidRequestError,
+    MalformedStreamError,
+    OverloadedError,
+    ProtocolViolation,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+    StreamInterruptedError,
+    StreamTimeoutError,
+)
+from .protocol.adapter import LlmAdapter, LlmRegistry
+from .protocol.chunks import (
     Block,
     BlockEnd,
     BlockStart,
@@ -26,23 +45,7 @@ from ._chunks import (
     Usage,
     UsageChunk,
 )
-from ._collect import ToolCall, Turn, collect
-from ._exceptions import (
-    AuthenticationError,
-    CassetteError,
-    ConfigError,
-    DshReplayError,
-    InvalidRequestError,
-    MalformedStreamError,
-    OverloadedError,
-    ProtocolViolation,
-    ProviderError,
-    RateLimitError,
-    ServerError,
-    StreamInterruptedError,
-    StreamTimeoutError,
-)
-from ._jsonl import (
+from .protocol.jsonl import (
     Golden,
     Raised,
     chunk_from_json,
@@ -51,16 +54,18 @@ from ._jsonl import (
     load_golden,
     load_jsonl,
 )
-from ._ndjson import NDJSONDecoder
-from ._options import GenerateOptions, Message, MessageToolCall, ToolDefinition
-from ._pacing import Fault, Fragmentation
-from ._plugins import PluginContext, load_plugins
-from ._secrets import Scrubber
-from ._sequencer import BlockSequencer
-from ._sse import SSEDecoder, SSEEvent
-from ._use_cassette import CassetteSession, use_cassette
-from ._validator import SequenceValidator, Violation, assert_chunk_sequence, check_chunk_sequence
-from ._version import __version__ as __version__
+from .protocol.options import GenerateOptions, Message, MessageToolCall, ToolDefinition
+from .protocol.turn import ToolCall, Turn, collect
+from .protocol.validator import (
+    SequenceValidator,
+    Violation,
+    assert_chunk_sequence,
+    check_chunk_sequence,
+)
+from .seed_config import PluginContext, load_plugins
+from .wire.ndjson import NDJSONDecoder
+from .wire.sequencer import BlockSequencer
+from .wire.sse import SSEDecoder, SSEEvent
 
 __all__ = [
     "AuthenticationError",

@@ -1,6 +1,6 @@
 """A fake pacing clock for tests: time stands still until a replay asks to sleep.
 
-Install it with ``monkeypatch.setattr("dsh_replay._pacing.CLOCK", RecordingClock())``
+Install it with ``monkeypatch.setattr("dsh_replay.cassette.pacing.CLOCK", RecordingClock())``
 and assert on :attr:`RecordingClock.waits`, the sleeps the replay asked for,
 instead of measuring wall time (which a loaded machine stretches at will).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sniffio
 
-from dsh_replay._pacing import Clock
+from dsh_replay.cassette.pacing import Clock
 
 
 class RecordingClock(Clock):

@@ -20,10 +20,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from dsh_replay import use_cassette
-from dsh_replay._cassette import Cassette
-from dsh_replay._replay import replay_case, run_adapter
-from dsh_replay._routes import RouteTable
 from dsh_replay.adapters import BUILTIN_ROUTES, adapter_class
+from dsh_replay.adapters.route_table import RouteTable
+from dsh_replay.cassette.replay import replay_case, run_adapter
+from dsh_replay.cassette.store import Cassette
 from dsh_replay.testing import ProviderEmulator
 from tests.cassette_cases import Case
 

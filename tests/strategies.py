@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from dsh_replay._chunks import (
+from dsh_replay.protocol.chunks import (
     BlockEnd,
     BlockStart,
     CallId,
@@ -34,7 +34,7 @@ from dsh_replay._chunks import (
     Usage,
     UsageChunk,
 )
-from dsh_replay._jsonl import chunk_to_json
+from dsh_replay.protocol.jsonl import chunk_to_json
 
 __all__ = [
     "arguments_json",

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from dsh_replay import ConfigError
-from dsh_replay._cli import main
-from dsh_replay._routes import RouteTable
+from dsh_replay.adapters.route_table import RouteTable
+from dsh_replay.cli.main import main
 
 ROUTES = "[tool.dsh_replay.routes]\n"
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from dsh_replay import check_chunk_sequence, load_golden
-from dsh_replay._cli import build_parser
+from dsh_replay.cli.main import build_parser
 
 if sys.version_info >= (3, 11):
     import tomllib

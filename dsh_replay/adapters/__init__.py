@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .._transport import DEFAULT_RETRY, RetryPolicy, StreamRequest
+from ..wire.transport import DEFAULT_RETRY, RetryPolicy, StreamRequest
 from ._base import (
     CutAwareNDJSONDecoder,
     CutAwareSSEDecoder,

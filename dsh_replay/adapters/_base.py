@@ -30,16 +30,16 @@ from typing import Any, ClassVar, Generic, TypeVar
 import httpx
 import orjson
 
-from .._adapter import LlmAdapter
-from .._chunks import StreamChunk, Usage
-from .._exceptions import ConfigError, MalformedStreamError, ProviderError, StreamInterruptedError
-from .._fields import is_header_name, shown
-from .._ndjson import NDJSONDecoder
-from .._options import GenerateOptions
-from .._provider_errors import error_from_payload
-from .._sequencer import BlockSequencer
-from .._sse import SSEDecoder, SSEEvent
-from .._transport import (
+from ..errors import ConfigError, MalformedStreamError, ProviderError, StreamInterruptedError
+from ..protocol.adapter import LlmAdapter
+from ..protocol.chunks import StreamChunk, Usage
+from ..protocol.fields import is_header_name, shown
+from ..protocol.options import GenerateOptions
+from ..wire.ndjson import NDJSONDecoder
+from ..wire.provider_errors import error_from_payload
+from ..wire.sequencer import BlockSequencer
+from ..wire.sse import SSEDecoder, SSEEvent
+from ..wire.transport import (
     DEFAULT_RETRY,
     Decoder,
     RetryPolicy,

@@ -68,12 +68,12 @@ from urllib.parse import quote
 
 import orjson
 
-from .._chunks import StreamChunk, Usage
-from .._exceptions import ConfigError, MalformedStreamError, StreamInterruptedError
-from .._options import GenerateOptions, Message
-from .._sequencer import BlockSequencer
-from .._sse import SSEEvent
-from .._transport import StreamRequest
+from ..errors import ConfigError, MalformedStreamError, StreamInterruptedError
+from ..protocol.chunks import StreamChunk, Usage
+from ..protocol.options import GenerateOptions, Message
+from ..wire.sequencer import BlockSequencer
+from ..wire.sse import SSEEvent
+from ..wire.transport import StreamRequest
 from ._base import (
     CutAwareSSEDecoder,
     HttpAdapter,

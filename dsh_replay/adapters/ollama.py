@@ -46,15 +46,15 @@ from typing import Any, ClassVar
 
 import orjson
 
-from .._chunks import StreamChunk, Usage
-from .._exceptions import (
+from ..errors import (
     MalformedStreamError,
     ProviderError,
     ServerError,
 )
-from .._options import GenerateOptions, Message
-from .._sequencer import BlockSequencer
-from .._transport import StreamRequest
+from ..protocol.chunks import StreamChunk, Usage
+from ..protocol.options import GenerateOptions, Message
+from ..wire.sequencer import BlockSequencer
+from ..wire.transport import StreamRequest
 from ._base import (
     CutAwareNDJSONDecoder,
     HttpAdapter,

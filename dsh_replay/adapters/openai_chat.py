@@ -49,12 +49,12 @@ from typing import Any, ClassVar
 
 import orjson
 
-from .._chunks import StreamChunk, Usage
-from .._exceptions import ConfigError, MalformedStreamError
-from .._options import GenerateOptions, Message, ToolDefinition
-from .._sequencer import BlockSequencer
-from .._sse import SSEEvent
-from .._transport import StreamRequest
+from ..errors import ConfigError, MalformedStreamError
+from ..protocol.chunks import StreamChunk, Usage
+from ..protocol.options import GenerateOptions, Message, ToolDefinition
+from ..wire.sequencer import BlockSequencer
+from ..wire.sse import SSEEvent
+from ..wire.transport import StreamRequest
 from ._base import (
     CutAwareSSEDecoder,
     HttpAdapter,

@@ -52,12 +52,12 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, ClassVar
 
-from .._chunks import StreamChunk, Usage
-from .._exceptions import MalformedStreamError
-from .._options import GenerateOptions, Message, ToolDefinition
-from .._sequencer import BlockSequencer
-from .._sse import SSEEvent
-from .._transport import StreamRequest
+from ..errors import MalformedStreamError
+from ..protocol.chunks import StreamChunk, Usage
+from ..protocol.options import GenerateOptions, Message, ToolDefinition
+from ..wire.sequencer import BlockSequencer
+from ..wire.sse import SSEEvent
+from ..wire.transport import StreamRequest
 from ._base import (
     CutAwareSSEDecoder,
     HttpAdapter,

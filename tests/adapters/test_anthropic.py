@@ -27,10 +27,10 @@ from dsh_replay import (
     check_chunk_sequence,
     collect,
 )
-from dsh_replay._replay import Outcome, run_adapter, trace_body
-from dsh_replay._transport import RetryPolicy
 from dsh_replay.adapters import AnthropicAdapter
+from dsh_replay.cassette.replay import Outcome, run_adapter, trace_body
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
+from dsh_replay.wire.transport import RetryPolicy
 
 KEY = "test-anthropic-key"
 

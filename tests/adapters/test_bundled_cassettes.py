@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from dsh_replay._cassette import Cassette
-from dsh_replay._replay import replay_case
-from dsh_replay._routes import RouteTable
-from dsh_replay._secrets import find_secrets
 from dsh_replay.adapters import BUILTIN_ROUTES
+from dsh_replay.adapters.route_table import RouteTable
+from dsh_replay.cassette.replay import replay_case
+from dsh_replay.cassette.secrets import find_secrets
+from dsh_replay.cassette.store import Cassette
 from tests.make_cassettes import RECORDING_KEY
 
 CASSETTES = Path(__file__).resolve().parents[2] / "cassettes"

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from dsh_replay import Turn, collect
-from dsh_replay._replay import trace_body
 from dsh_replay.adapters import BUILTIN_ROUTES
+from dsh_replay.cassette.replay import trace_body
 
 
 def sse(*payloads: dict[str, Any] | str, events: bool = False) -> bytes:

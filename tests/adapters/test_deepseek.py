@@ -18,8 +18,8 @@ from dsh_replay import (
     Usage,
     chunk_to_json,
 )
-from dsh_replay._replay import run_adapter, trace_body
 from dsh_replay.adapters import DeepSeekAdapter
+from dsh_replay.cassette.replay import run_adapter, trace_body
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
 from .test_openai_chat import (

@@ -19,9 +19,9 @@ from dsh_replay import (
     check_chunk_sequence,
     use_cassette,
 )
-from dsh_replay._cassette import Cassette
-from dsh_replay._replay import Outcome, case_options, run_adapter, trace_body
 from dsh_replay.adapters import BUILTIN_ROUTES, adapter_class
+from dsh_replay.cassette.replay import Outcome, case_options, run_adapter, trace_body
+from dsh_replay.cassette.store import Cassette
 
 CASSETTES = Path(__file__).resolve().parents[2] / "cassettes"
 ROUTES = sorted(BUILTIN_ROUTES)

@@ -26,10 +26,10 @@ from dsh_replay import (
     chunk_to_json,
     collect,
 )
-from dsh_replay._replay import Outcome, run_adapter, trace_body
-from dsh_replay._transport import RetryPolicy
 from dsh_replay.adapters import OpenAIChatAdapter, OpenAICompatibleAdapter
+from dsh_replay.cassette.replay import Outcome, run_adapter, trace_body
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
+from dsh_replay.wire.transport import RetryPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_RETRY = RetryPolicy(max_retries=0)

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from dsh_replay import InvalidRequestError, ProviderError, ReasoningBlock, Usage, chunk_to_json
-from dsh_replay._replay import trace_body
+from dsh_replay.cassette.replay import trace_body
 
 from .test_openai_chat import turn
 

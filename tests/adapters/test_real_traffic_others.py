@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from dsh_replay import ReasoningBlock, Usage, check_chunk_sequence, collect
-from dsh_replay._replay import trace_body
+from dsh_replay.cassette.replay import trace_body
 
 REAL_TRAFFIC = Path(__file__).resolve().parents[2].parent / "shared" / "real-traffic"
 ROUTES = {"anthropic": "anthropic", "gemini": "gemini", "ollama": "ollama"}

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dsh_replay import GenerateOptions, Message, ToolDefinition
-from dsh_replay._chunks import CallId
-from dsh_replay._options import MessageToolCall
+from dsh_replay.protocol.chunks import CallId
+from dsh_replay.protocol.options import MessageToolCall
 from dsh_replay.testing import ScriptedResponse
 
 from . import Case

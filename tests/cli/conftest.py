@@ -22,8 +22,8 @@ import pytest
 
 import dsh_replay
 from dsh_replay import GenerateOptions, Message, dump_jsonl
-from dsh_replay._cli import main
-from dsh_replay._replay import run_adapter
+from dsh_replay.cassette.replay import run_adapter
+from dsh_replay.cli.main import main
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
 ROOT = Path(__file__).resolve().parents[2]

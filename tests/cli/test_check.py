@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_replay._cli import main
+from dsh_replay.cli.main import main
 
 from .conftest import SEED_GOLDEN, run
 
@@ -251,9 +251,9 @@ def test_progress_on_a_terminal_goes_to_stderr_and_is_cleared(project: Path) -> 
 WARM_UP_PROBE = """
 import sys
 
-import dsh_replay._cli_check as check
-from dsh_replay._cli import main
-from dsh_replay._transport import _tls_context
+import dsh_replay.cli.check as check
+from dsh_replay.cli.main import main
+from dsh_replay.wire.transport import _tls_context
 
 first = []
 replay = check.replay_case

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_replay._cassette import Cassette
+from dsh_replay.cassette.store import Cassette
 
 from .conftest import ROOT, run
 

@@ -88,7 +88,7 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(command: list[str]) ->
         "read, write = os.pipe()\n"
         "os.close(read)\n"
         "os.dup2(write, 1)\n"
-        "from dsh_replay._cli import main\n"
+        "from dsh_replay.cli.main import main\n"
         f"sys.exit(main({command!r}))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)

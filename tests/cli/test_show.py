@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dsh_replay._cassette import Cassette
+from dsh_replay.cassette.store import Cassette
 
 from .conftest import run
 

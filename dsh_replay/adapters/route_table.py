@@ -1,0 +1,137 @@
+"""Which adapter serves a route, when a cassette is replayed without its test.
+
+Routes come from, in order of precedence: a plugin YAML (``load_plugins``),
+``[tool.dsh_replay.routes]`` in ``pyproject.toml`` (``"route" =
+"pkg.module:AdapterClass"``), and the built-in adapters. An adapter built
+here for replay gets a placeholder key: replay never sends it anywhere and
+cassettes never match on credentials.
+"""
+
+from __future__ import annotations
+
+import reprlib
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pytest depends on tomli there
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
+
+from ..errors import ConfigError
+from ..protocol.adapter import LlmAdapter, LlmRegistry, unknown_route_message
+from ..seed_config import import_config_module, load_plugins, read_config_text
+
+__all__ = ["OFFLINE_KEY", "RouteTable"]
+
+#: the key given to adapters built for replay; shaped so no scanner mistakes it
+OFFLINE_KEY = "dsh-replay-offline"
+
+#: the tables leading to the routes, outermost first
+_ROUTES_TABLE = ("tool", "dsh_replay", "routes")
+
+
+def _import_target(spec: str, route: str, source: str) -> Callable[..., Any]:
+    module_name, _, attribute = spec.partition(":")
+    where = f"{source}: route {route!r}"
+    if not module_name or not attribute:
+        raise ConfigError(f"{where} must name 'package.module:AdapterClass'; got {spec!r}")
+    try:
+        module = import_config_module(module_name, where)
+    except ImportError as exc:
+        raise ConfigError(f"{where}: cannot import {module_name!r} ({exc})") from None
+    try:
+        target = getattr(module, attribute)
+    except AttributeError:
+        raise ConfigError(f"{where}: {module_name} has no {attribute!r}") from None
+    if not callable(target):
+        raise ConfigError(f"{where}: {spec} is not a class or factory")
+    return target  # type: ignore[no-any-return]
+
+
+def _routes_table(path: Path) -> Mapping[str, Any]:
+    """``[tool.dsh_replay.routes]`` of the pyproject at ``path``, empty when absent."""
+    try:
+        table: Mapping[str, Any] = tomllib.loads(read_config_text(path, str(path)))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    for depth, key in enumerate(_ROUTES_TABLE, 1):
+        node = table.get(key, {})
+        if not isinstance(node, Mapping):
+            raise ConfigError(
+                f"{path}: [{'.'.join(_ROUTES_TABLE[:depth])}] must be a table; got {reprlib.repr(node)}. "
+                'Routes are configured as [tool.dsh_replay.routes] "route" = "package.module:AdapterClass"'
+            )
+        table = node
+    return table
+
+
+@dataclass
+class RouteTable:
+    """Route → how to build its adapter for offline replay."""
+
+    factories: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    registry: LlmRegistry = field(default_factory=LlmRegistry)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, *, pyproject: Path | None = None, plugins: Path | None = None) -> RouteTable:
+        from . import BUILTIN_ROUTES, adapter_class
+
+        table = cls()
+        for route in BUILTIN_ROUTES:
+            table.factories[route] = _lazy_builtin(route, adapter_class)
+            table.sources[route] = f"built-in ({BUILTIN_ROUTES[route][1]})"
+        if pyproject is not None and pyproject.is_file():
+            table._add_pyproject(pyproject)
+        if plugins is not None:
+            load_plugins(plugins, registry=table.registry)
+            for route in table.registry.routes():
+                table.sources[route] = f"plugin {plugins}"
+        return table
+
+    def _add_pyproject(self, path: Path) -> None:
+        routes = _routes_table(path)
+        folder = str(path.parent.resolve())
+        if folder not in sys.path:
+            # routes name the project's own modules, importable from its root
+            sys.path.insert(0, folder)
+        for route, spec in routes.items():
+            self.factories[route] = _import_target(str(spec), route, f"{path} [tool.dsh_replay.routes]")
+            self.sources[route] = f"{path}: {spec}"
+
+    def routes(self) -> list[str]:
+        return sorted(set(self.factories) | set(self.registry.routes()))
+
+    def adapter(self, route: str, *, base_url: str | None = None, drop_reasoning: bool = False) -> LlmAdapter:
+        """An adapter for replaying ``route`` offline."""
+        if route in self.registry:
+            return self.registry.resolve(route)
+        factory = self.factories.get(route)
+        if factory is None:
+            raise ConfigError(unknown_route_message(route, self.routes()))
+        kwargs: dict[str, Any] = {"api_key": OFFLINE_KEY}
+        if base_url:
+            kwargs["base_url"] = base_url
+        if drop_reasoning:
+            kwargs["drop_reasoning"] = True
+        try:
+            adapter = factory(**kwargs)
+        except TypeError as exc:
+            raise ConfigError(
+                f"route {route!r}: cannot build its adapter as {self.sources.get(route, route)}"
+                f"(api_key=..., base_url=...): {exc}"
+            ) from None
+        if not isinstance(adapter, LlmAdapter):
+            raise ConfigError(f"route {route!r}: {self.sources.get(route)} did not give an LlmAdapter")
+        return adapter
+
+
+def _lazy_builtin(route: str, adapter_class: Callable[[str], type[Any]]) -> Callable[..., Any]:
+    def build(**kwargs: Any) -> Any:
+        return adapter_class(route)(**kwargs)
+
+    return build

@@ -1,0 +1,1 @@
+"""The cassette engine: the file format, interactions, request matching, secret scrubbing and scanning, httpx interception, replay pacing and fragmentation, `use_cassette`, and replaying a case through its adapter."""

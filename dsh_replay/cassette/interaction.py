@@ -1,0 +1,198 @@
+"""One recorded exchange, and how it is read from a cassette's YAML data.
+
+Reading checks every field where it is read (see ``_fields``): a cassette
+edited by hand or written by another tool that has a wrong field is refused by
+the field's path, e.g. ``interactions[0].response.dsh_replay.fragments[3]``, not
+by the Python error it would cause in matching or in a paced replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from ..protocol.fields import (
+    FieldError,
+    check,
+    is_int,
+    is_list,
+    is_mapping,
+    is_name,
+    is_number,
+    is_text,
+    or_null,
+    read,
+)
+
+if TYPE_CHECKING:
+    # vcr is imported where it is used: importing it at start-up would defeat
+    # pytest-recording's assertion rewriting of vcr.matchers (a warning, an
+    # error under filterwarnings=error) when both plugins are installed
+    from vcr.request import Request as VcrRequest
+
+__all__ = ["Interaction", "RecordedError", "as_bytes", "headers_dict", "interaction_from_dict"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedError:
+    """A stream that failed while recording: the exception kind and where it struck."""
+
+    kind: str
+    message: str
+    offset: int
+    at_ms: float
+
+
+@dataclass(slots=True, kw_only=True)
+class Interaction:
+    """One request and its (streamed) response."""
+
+    request: VcrRequest
+    status: int
+    reason: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    fragments: list[tuple[float, int]] | None = None
+    complete: bool = True
+    error: RecordedError | None = None
+    played: bool = False
+
+    def fragment_sizes(self) -> list[int]:
+        if not self.fragments:
+            return [len(self.body)] if self.body else []
+        return [size for _, size in self.fragments]
+
+
+def headers_dict(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for name, value in headers:
+        out.setdefault(name, []).append(value)
+    return out
+
+
+def as_bytes(value: Any) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    raise TypeError(f"body must be a string, got {type(value).__name__}")
+
+
+#: no recorded stream lasts a day: a later time is corrupt, and would make a paced replay sleep for ever
+_MAX_MS = 24 * 60 * 60 * 1000.0
+_BODY = "a string, !!binary bytes or null"
+_MS = f"a time in ms from 0 to {_MAX_MS:.0f}"
+
+
+def _is_body(value: Any) -> bool:
+    return value is None or isinstance(value, (str, bytes))
+
+
+def _is_ms(value: Any) -> bool:
+    return is_number(value, 0, _MAX_MS)
+
+
+def _is_fragment(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and _is_ms(value[0]) and is_int(value[1], 1)
+
+
+def _is_url(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        _ = urlparse(value).port  # vcrpy's matchers read it: a broken host or port raises
+    except ValueError:
+        return False
+    return True
+
+
+def _is_header_map(value: Any) -> bool:
+    return value is None or (isinstance(value, Mapping) and all(isinstance(name, str) for name in value))
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _headers(raw: Mapping[str, Any], where: str) -> list[tuple[str, str]]:
+    """The ``headers`` of a request or response: names to a string or a list of strings."""
+    headers = read(raw, "headers", where, "a mapping of header names to lists of strings", _is_header_map, None)
+    pairs: list[tuple[str, str]] = []
+    for name, values in (headers or {}).items():
+        if isinstance(values, str):
+            values = [values]
+        pairs += ((name, v) for v in check(values, f"{where}.headers.{name}", "a list of strings", _is_str_list))
+    return pairs
+
+
+def _request_from_dict(raw: Mapping[str, Any], where: str) -> VcrRequest:
+    from vcr.request import Request as VcrRequest
+
+    return VcrRequest(
+        read(raw, "method", where, "an HTTP method such as POST", is_name),
+        read(raw, "uri", where, "a URL", _is_url),
+        read(raw, "body", where, _BODY, _is_body, None),
+        headers_dict(_headers(raw, where)),
+    )
+
+
+def _response_body(response: Mapping[str, Any], where: str) -> bytes:
+    """vcrpy's ``body: {string: ...}``, or a bare string as some tools write it."""
+    body = response.get("body")
+    if isinstance(body, Mapping):
+        return as_bytes(read(body, "string", f"{where}.body", _BODY, _is_body, None))
+    return as_bytes(check(body, f"{where}.body", f"a mapping with 'string', or {_BODY}", _is_body))
+
+
+def _fragments(extra: Mapping[str, Any], body: bytes, where: str) -> list[tuple[float, int]] | None:
+    raw = read(extra, "fragments", where, "a list of [ms, bytes] pairs, or null", or_null(is_list), None)
+    if raw is None:
+        return None
+    what = f"an [ms since headers, bytes] pair: {_MS} and a positive integer byte count"
+    fragments = [
+        (float(ms), size)
+        for ms, size in (check(item, f"{where}.fragments[{n}]", what, _is_fragment) for n, item in enumerate(raw))
+    ]
+    total = sum(size for _, size in fragments)
+    if total != len(body):
+        raise FieldError(f"{where}.fragments add up to {total} bytes but the body has {len(body)}")
+    return fragments
+
+
+def _recorded_error(extra: Mapping[str, Any], where: str) -> RecordedError | None:
+    what = "a mapping with kind, message, offset and at_ms, or null"
+    raw = read(extra, "error", where, what, or_null(is_mapping), None)
+    if raw is None:
+        return None
+    where = f"{where}.error"
+    return RecordedError(
+        kind=read(raw, "kind", where, "an exception name such as ReadError", is_name),
+        message=read(raw, "message", where, "a string or null", or_null(is_text), "") or "",
+        # beyond the body's end is allowed: a body filter may have shortened the body
+        offset=read(raw, "offset", where, "a byte offset (an integer >= 0)", lambda value: is_int(value, 0)),
+        at_ms=float(read(raw, "at_ms", where, _MS, _is_ms, 0.0)),
+    )
+
+
+def interaction_from_dict(raw: Any, where: str) -> Interaction:
+    check(raw, where, "a mapping with 'request' and 'response'", is_mapping)
+    request = _request_from_dict(read(raw, "request", where, "a mapping", is_mapping), f"{where}.request")
+    response = read(raw, "response", where, "a mapping", is_mapping)
+    where = f"{where}.response"
+    status = read(response, "status", where, "a mapping with 'code' and 'message'", is_mapping)
+    extra = read(response, "dsh_replay", where, "a mapping or null", or_null(is_mapping), None) or {}
+    body = _response_body(response, where)
+    return Interaction(
+        request=request,
+        status=read(status, "code", f"{where}.status", "an integer HTTP status", lambda v: is_int(v, 100, 599)),
+        reason=read(status, "message", f"{where}.status", "a string or null", or_null(is_text), "") or "",
+        headers=_headers(response, where),
+        body=body,
+        fragments=_fragments(extra, body, f"{where}.dsh_replay"),
+        complete=read(extra, "complete", f"{where}.dsh_replay", "true or false", lambda v: isinstance(v, bool), True),
+        error=_recorded_error(extra, f"{where}.dsh_replay"),
+    )

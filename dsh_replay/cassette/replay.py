@@ -1,0 +1,294 @@
+"""Run an adapter and judge its chunks: the shared core of the fixture, the
+cassette-driven test items, ``dsh-replay check`` and ``dsh-replay trace``.
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..adapters.route_table import RouteTable
+from ..errors import CassetteError, ConfigError, DshReplayError
+from ..protocol.adapter import LlmAdapter
+from ..protocol.chunks import BlockStart, StreamChunk
+from ..protocol.jsonl import dump_jsonl, load_golden
+from ..protocol.options import GenerateOptions, Message
+from ..protocol.validator import SequenceValidator, Violation
+from .files import atomic_write
+from .golden import golden_diff, golden_path_for
+from .intercept import install, replay_response, uninstall
+from .pacing import Fragmentation
+from .secrets import find_secrets
+from .session import use_cassette
+from .store import Cassette, Interaction
+
+__all__ = ["CaseResult", "Outcome", "replay_case", "run_adapter", "trace_body"]
+
+
+@dataclass
+class Outcome:
+    """What one adapter run produced: its chunks, what it raised, the rules it broke."""
+
+    chunks: list[StreamChunk] = field(default_factory=list)
+    raised: BaseException | None = None
+    violations: list[Violation] = field(default_factory=list)
+
+    def golden_bytes(self) -> bytes:
+        return dump_jsonl(self.chunks, self.raised)
+
+    @property
+    def blocks(self) -> int:
+        return sum(1 for chunk in self.chunks if type(chunk) is BlockStart)
+
+
+async def run_adapter(
+    adapter: LlmAdapter,
+    options: GenerateOptions,
+    *,
+    allow_interleaving: bool = False,
+    json_arguments: bool = True,
+    capture: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+    on_violation: Callable[[Violation], None] | None = None,
+) -> Outcome:
+    """Iterate ``adapter.stream(options)``, checking each chunk as it arrives.
+
+    An exception of a ``capture`` type ends the run and is kept in ``raised``
+    (the chunks yielded before it are kept too); anything else propagates.
+    """
+    outcome = Outcome()
+    validator = SequenceValidator(allow_interleaving=allow_interleaving, json_arguments=json_arguments)
+    try:
+        async for chunk in adapter.stream(options):
+            outcome.chunks.append(chunk)
+            for violation in validator.feed(chunk):
+                if on_violation is not None:
+                    on_violation(violation)
+    except capture as exc:
+        if isinstance(exc, CassetteError):
+            raise  # a cassette problem is never the adapter's answer
+        outcome.raised = exc
+    if outcome.raised is None:
+        validator.finish()
+    outcome.violations = list(validator.violations)
+    return outcome
+
+
+# -- cassette cases ------------------------------------------------------------
+
+
+@dataclass
+class CaseResult:
+    """One cassette replayed through its route's adapter and judged (every call of it)."""
+
+    cassette: Path
+    route: str = "?"
+    fragments: int = 0
+    #: one outcome per recorded call, in order
+    outcomes: list[Outcome] = field(default_factory=list)
+    golden: str = ""  # "matched" | "written" | "updated" | "differs" | "missing" | "unreadable" (the last judged)
+    problem: str = ""
+    #: the problem in a few words, for a table cell
+    short: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+    @property
+    def chunks(self) -> int:
+        return sum(len(outcome.chunks) for outcome in self.outcomes)
+
+    @property
+    def blocks(self) -> int:
+        return sum(outcome.blocks for outcome in self.outcomes)
+
+    @property
+    def verdict(self) -> str:
+        if self.problem:
+            return f"FAIL {self.short or 'error'}"
+        raised = [type(o.raised).__name__ for o in self.outcomes if o.raised is not None]
+        suffix = f" (raised {', '.join(raised)})" if raised else ""
+        written = f", golden {self.golden}" if self.golden in ("written", "updated") else ""
+        return f"ok{suffix}{written}"
+
+
+def case_options(cassette: Cassette) -> tuple[str, list[GenerateOptions], str | None]:
+    """(route, the options of every recorded call, base_url) from a cassette's metadata."""
+    metadata = cassette.metadata
+    route = metadata.get("route")
+    if not isinstance(route, str) or not isinstance(metadata.get("options"), dict):
+        raise CassetteError(
+            f"cassette {cassette.path} has no dsh_replay route/options metadata, so it cannot be "
+            "replayed without its test; record it through the dsh_replay fixture or `dsh-replay record`",
+            path=str(cassette.path),
+        )
+    follow_ups = metadata.get("follow_ups") or []
+    if not isinstance(follow_ups, list):
+        raise CassetteError(f"cassette {cassette.path}: dsh_replay.follow_ups must be a list of options",
+                            path=str(cassette.path))
+    located = [("dsh_replay.options", metadata["options"])]
+    located += [(f"dsh_replay.follow_ups[{n}]", data) for n, data in enumerate(follow_ups)]
+    try:
+        calls = [GenerateOptions.from_json(data, where) for where, data in located]
+    except ConfigError as exc:
+        raise CassetteError(f"cassette {cassette.path}: {exc}; fix it or re-record the cassette",
+                            path=str(cassette.path)) from None
+    base_url = metadata.get("base_url")
+    return route, calls, base_url if isinstance(base_url, str) else None
+
+
+async def replay_case(
+    path: Path,
+    routes: RouteTable,
+    *,
+    fragmentation: str | Fragmentation = "recorded",
+    speed: float = 0.0,
+    update_golden: bool = False,
+    allow_unplayed: bool = False,
+) -> CaseResult:
+    """Replay one cassette offline through its route's adapter, call by call, and judge each golden."""
+    started = time.perf_counter()
+    result = CaseResult(cassette=path)
+    try:
+        cassette = Cassette.load(path)
+        result.route, calls, base_url = case_options(cassette)
+        result.fragments = sum(len(i.fragment_sizes()) for i in cassette.interactions)
+        settings = cassette.metadata.get("adapter") or {}
+        adapter = routes.adapter(
+            result.route, base_url=base_url, drop_reasoning=bool(settings.get("drop_reasoning", False))
+        )
+        async with use_cassette(path, "none", fragmentation=fragmentation, speed=speed) as session:
+            for options in calls:
+                result.outcomes.append(await run_adapter(adapter, options))
+        _judge_case(result, path, update_golden=update_golden, unplayed=len(session.unplayed) if not allow_unplayed else 0)
+    except DshReplayError as exc:
+        result.short = type(exc).__name__
+        result.problem = str(exc)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _judge_case(result: CaseResult, path: Path, *, update_golden: bool, unplayed: int) -> None:
+    for outcome in result.outcomes:
+        if outcome.violations:
+            first = outcome.violations[0]
+            more = f" (+{len(outcome.violations) - 1} more)" if len(outcome.violations) > 1 else ""
+            result.short = f"{first.rule} (chunk {first.position})"
+            result.problem = f"{first.rule} at chunk {first.position}: {first.message}{more}"
+            return
+    if unplayed:
+        result.short = "unplayed interactions"
+        result.problem = f"{unplayed} recorded interaction(s) were not played"
+        return
+    for call, outcome in enumerate(result.outcomes, start=1):
+        if update_golden and outcome.raised is not None and _golden_finished(path, call):
+            # an update would turn a stream that finished into the adapter's crash: that
+            # is a regression to look at, not an expected error to write down
+            golden = golden_path_for(path, call)
+            result.golden, result.short = "kept", "golden kept"
+            result.problem = (
+                f"golden {golden} was not updated: the adapter now raises {type(outcome.raised).__name__} "
+                f"({outcome.raised}) where the golden finished; if that error is intended, delete the golden "
+                "and run --update again"
+            )
+            return
+        result.golden, result.problem = judge_golden(path, outcome.golden_bytes(), update=update_golden, call=call)
+        if result.problem:
+            result.short = f"golden {result.golden}"
+            return
+
+
+def _golden_finished(cassette: Path, call: int) -> bool:
+    """Whether the golden of ``call`` exists and ends in a finished stream, not a raised line."""
+    try:
+        return load_golden(golden_path_for(cassette, call)).raised is None
+    except (OSError, DshReplayError):
+        return False
+
+
+def judge_golden(
+    cassette: Path,
+    actual: bytes,
+    *,
+    update: bool,
+    call: int = 1,
+    write_missing: bool = False,
+    write: Callable[[Path, bytes], None] = atomic_write,
+) -> tuple[str, str]:
+    """(golden status, problem) after comparing — or writing — the golden of ``cassette``.
+
+    ``write`` puts a new or changed golden on disk (the fixture defers it to the
+    end of a test that passed). A golden that would hold a credential is refused:
+    an adapter's error message can quote a URL with its key.
+    """
+    golden = golden_path_for(cassette, call)
+    try:
+        expected = golden.read_bytes()
+    except FileNotFoundError:
+        expected = None
+        if not (update or write_missing):
+            return "missing", f"golden {golden} is missing; write it with --update-golden (dsh-replay check --update)"
+    except OSError as exc:  # a folder in its place, no permission...
+        return "unreadable", f"golden {golden} cannot be read ({exc.strerror or exc}); make it a readable file"
+    if expected == actual:
+        return "matched", ""
+    if expected is not None and not update:
+        return "differs", golden_diff(expected, actual, name=str(golden))
+    leaks = [str(hit) for hit in find_secrets(actual.decode("utf-8", "replace"))]
+    if leaks:
+        return "refused", (
+            f"golden {golden} was not written: it would hold {', '.join(leaks)}; the adapter's output "
+            "quotes a credential (an error message with a URL?); keep keys out of what it raises"
+        )
+    write(golden, actual)
+    return ("written" if expected is None else "updated"), ""
+
+
+# -- trace ----------------------------------------------------------------------
+
+TRACE_BASE_URL = "http://dsh-replay.invalid"
+
+
+class _AnswerEverything:
+    """An interception handler that answers every request with one body."""
+
+    def __init__(self, interaction: Interaction, fragmentation: Fragmentation) -> None:
+        self.interaction = interaction
+        self.fragmentation = fragmentation
+
+    def handle(self, request: object, inner: object, lib: types.ModuleType, is_async: bool) -> object:
+        return replay_response(
+            lib, request, self.interaction, fragmentation=self.fragmentation, speed=0.0,
+            fault=None, path="<trace>", is_async=is_async,
+        )
+
+
+async def trace_body(
+    body: bytes,
+    *,
+    route: str,
+    routes: RouteTable | None = None,
+    fragmentation: str | Fragmentation = "single",
+    drop_reasoning: bool = False,
+) -> Outcome:
+    """Feed a raw provider body through a route's adapter, offline.
+
+    Every request the adapter makes is answered with ``body`` (status 200), cut
+    as ``fragmentation`` says; the adapter gets a placeholder key and base URL.
+    """
+    content_type = "application/x-ndjson" if route == "ollama" else "text/event-stream"
+    interaction = Interaction(
+        request=None, status=200, reason="OK", headers=[("content-type", content_type)], body=body,
+    )
+    adapter = (routes or RouteTable.load()).adapter(route, base_url=TRACE_BASE_URL, drop_reasoning=drop_reasoning)
+    handler = _AnswerEverything(interaction, Fragmentation.parse(fragmentation))
+    install(handler)
+    try:
+        options = GenerateOptions(model="trace", messages=[Message(role="user", content="trace")])
+        return await run_adapter(adapter, options)
+    finally:
+        uninstall(handler)

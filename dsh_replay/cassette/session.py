@@ -1,0 +1,349 @@
+"""``use_cassette``: record or replay every httpx request made inside a block.
+
+A :class:`CassetteSession` is the handler the patched clients call. Per
+request it either replays the first unplayed recorded interaction that
+matches, or sends the request for real and records the response while it
+streams, or refuses with a diff against the closest recorded request — as the
+record mode allows:
+
+=============  ===========  ==============  ========================
+mode           replays      records         when the file is missing
+=============  ===========  ==============  ========================
+none           yes          no              CassetteError
+once           yes          only a new file records everything
+new_episodes   yes          unmatched ones  records everything
+all            no           everything      records everything
+rewrite        no           everything      (existing file replaced)
+=============  ===========  ==============  ========================
+
+The file is written once, atomically, when the block ends — after the secret
+scan, which refuses the write rather than leak a credential.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..errors import CassetteError
+from ..protocol.options import GenerateOptions
+from .files import unwritable_reason
+from .intercept import (
+    Recorder,
+    active_handlers,
+    install,
+    recording_response,
+    replay_response,
+    uninstall,
+)
+from .matching import Matcher, default_matchers, describe_mismatch
+from .pacing import Fault, Fragmentation, parse_speed
+from .secrets import Scrubber
+from .store import (
+    FORMAT_VERSION,
+    Cassette,
+    Interaction,
+    RecordMode,
+)
+
+__all__ = ["CassetteSession", "use_cassette"]
+
+def _vcr_request(request: Any, scrubber: Scrubber) -> tuple[Any, int]:
+    from vcr.request import Request as VcrRequest
+
+    uri, scrubbed = scrubber.uri(str(request.url))
+    headers, count = scrubber.headers(request.headers.multi_items(), scrubber.request_headers)
+    body = scrubber.body("request", request.content)
+    return VcrRequest(request.method, uri, body, dict(headers)), scrubbed + count
+
+
+def _check_arguments(path: object, **named: object) -> None:
+    """Refuse arguments of the wrong kind here, not as an AttributeError deep in a replay."""
+    if not isinstance(path, (str, Path)) or not str(path):
+        raise CassetteError(f"use_cassette: path must be a file path (str or Path), got {path!r}")
+    kinds: dict[str, tuple[type, str]] = {
+        "route": (str, "a route name"),
+        "options": (GenerateOptions, "GenerateOptions"),
+        "scrubber": (Scrubber, "a Scrubber"),
+        "fault": (Fault, "a Fault"),
+    }
+    for name, (kind, what) in kinds.items():
+        value = named[name]
+        if value is not None and not isinstance(value, kind):
+            raise CassetteError(f"use_cassette: {name} must be {what} or None, got {value!r}")
+    matchers = named["matchers"]
+    if matchers is not None and (isinstance(matchers, (str, bytes)) or not all(callable(m) for m in matchers)):  # type: ignore[attr-defined]
+        raise CassetteError(
+            f"use_cassette: matchers must be a list of functions (request, recorded) -> bool, got {matchers!r}"
+        )
+
+
+def _check_fault_reaches(fault: Fault, cassette: Cassette) -> None:
+    """A fault that can never strike would pass as a tested error path: refuse it."""
+    count = len(cassette.interactions)
+    targets = range(count) if fault.interaction is None else [fault.interaction]
+    if fault.interaction is not None and fault.interaction >= count:
+        raise CassetteError(
+            f"fault targets interaction {fault.interaction} but cassette {cassette.path} has {count} "
+            f"(numbered from 0)", path=str(cassette.path),
+        )
+    # a reset or stall right after the last byte still strikes a client that reads
+    # to the end; a truncation there changes nothing
+    slack = 0 if fault.kind == "truncate" else 1
+    if all(fault.at >= len(cassette.interactions[n].body) + slack for n in targets):
+        sizes = ", ".join(str(len(cassette.interactions[n].body)) for n in targets)
+        raise CassetteError(
+            f"{fault.kind} fault at byte {fault.at} can never strike: the recorded bodies it targets in "
+            f"{cassette.path} have {sizes} bytes; choose an offset inside the body", path=str(cassette.path),
+        )
+
+
+def _sessions_using(path: Path) -> list[CassetteSession]:
+    resolved = path.resolve()
+    return [s for s in active_handlers() if isinstance(s, CassetteSession) and s.path.resolve() == resolved]
+
+
+class CassetteSession:
+    """One cassette in use: what was played, what was recorded, what is left."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        record_mode: str | RecordMode = RecordMode.NONE,
+        *,
+        route: str | None = None,
+        options: GenerateOptions | None = None,
+        fragmentation: str | Fragmentation = "recorded",
+        speed: float = 0.0,
+        scrubber: Scrubber | None = None,
+        matchers: Sequence[Matcher] | None = None,
+        fault: Fault | None = None,
+    ) -> None:
+        _check_arguments(path, route=route, options=options, scrubber=scrubber, matchers=matchers, fault=fault)
+        self.path = Path(path)
+        self.record_mode = RecordMode.parse(record_mode)
+        self.route = route
+        self.options = options
+        self.fragmentation = Fragmentation.parse(fragmentation)
+        self.speed = parse_speed(speed)
+        self.scrubber = scrubber or Scrubber()
+        self.matchers = list(matchers if matchers is not None else default_matchers())
+        self.fault = fault
+        self.played = 0
+        self.recorded = 0
+        self.scrubbed = 0
+        self.wrote = False
+        self.discarded = 0
+        # "all": keep loaded interactions nobody asked for again (vcrpy's way). The
+        # fixture turns it off: its cassette is one test's, and what that test no
+        # longer asks for would only fail the next replay as unplayed.
+        self.keep_unasked = True
+        self._recorders: list[Recorder] = []
+        self._can_replay = True
+        self._can_record = False
+        self.cassette = self._open()
+        self._loaded = list(self.cassette.interactions)
+
+    # -- set-up --------------------------------------------------------------------
+
+    def _open(self) -> Cassette:
+        mode, exists = self.record_mode, self.path.exists()
+        if mode is RecordMode.NONE and not exists:
+            raise CassetteError(
+                f"cassette {self.path} does not exist and the record mode is 'none'. Record it once "
+                f"against the real provider: pytest --record-mode=once (or dsh-replay record ... --out {self.path})",
+                path=str(self.path),
+            )
+        if mode is not RecordMode.NONE and (reason := unwritable_reason(self.path)):
+            # found now, not when the block ends with the recording paid for and lost
+            raise CassetteError(f"cassette {self.path} cannot be recorded: {reason}", path=str(self.path))
+        if mode is RecordMode.REWRITE or not exists:
+            self._can_replay = mode is RecordMode.NONE
+            self._can_record = mode is not RecordMode.NONE
+            return Cassette(path=self.path, metadata=self._metadata())
+        cassette = Cassette.load(self.path)
+        self._can_replay = mode is not RecordMode.ALL
+        self._can_record = mode in (RecordMode.NEW_EPISODES, RecordMode.ALL)
+        if self._can_replay and self.fault is not None:
+            _check_fault_reaches(self.fault, cassette)
+        return cassette
+
+    def _metadata(self) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"format": FORMAT_VERSION}
+        if self.route is not None:
+            metadata["route"] = self.route
+        if self.options is not None:
+            metadata["options"] = self.options.to_json()
+        metadata["library"] = f"dsh-replay {__version__}"
+        return metadata
+
+    # -- the handler ---------------------------------------------------------------
+
+    @property
+    def unplayed(self) -> list[Interaction]:
+        """Loaded interactions this session has not played (the adapter made fewer calls)."""
+        return [i for i in self._loaded if not i.played] if self._can_replay else []
+
+    def handle(self, request: Any, inner: Any, lib: types.ModuleType, is_async: bool) -> Any:
+        wanted, scrubbed = _vcr_request(request, self.scrubber)
+        if self._can_replay:
+            for position, interaction in enumerate(self._loaded):
+                if not interaction.played and self._matches(wanted, interaction):
+                    interaction.played = True
+                    self.played += 1
+                    fault = self.fault if self.fault and self.fault.interaction in (None, position) else None
+                    return replay_response(
+                        lib, request, interaction, fragmentation=self.fragmentation, speed=self.speed,
+                        fault=fault, path=str(self.path), is_async=is_async,
+                    )
+        if not self._can_record:
+            raise CassetteError(
+                f"cassette {self.path}: {describe_mismatch(wanted, [i for i in self._loaded if not i.played] or self._loaded, self.matchers)}\n"
+                "If the request changed on purpose, re-record: --record-mode=rewrite",
+                path=str(self.path),
+            )
+        self.scrubbed += scrubbed
+        return self._record_async(request, inner, lib, wanted) if is_async else self._record_sync(request, inner, lib, wanted)
+
+    def _matches(self, wanted: Any, interaction: Interaction) -> bool:
+        for matcher in self.matchers:
+            try:
+                if matcher(wanted, interaction.request) is False:
+                    return False
+            except AssertionError:  # vcrpy's matchers say "no" by failing an assert
+                return False
+            except Exception as exc:
+                name = getattr(matcher, "__name__", repr(matcher))
+                raise CassetteError(
+                    f"cassette {self.path}: matcher {name} raised {type(exc).__name__}: {exc}; a matcher "
+                    "returns False (or fails an assert) when two requests differ",
+                    path=str(self.path),
+                ) from exc
+        return True
+
+    def _start_recording(self, response: Any, wanted: Any) -> Recorder:
+        headers, count = self.scrubber.headers(response.headers.multi_items(), self.scrubber.response_headers)
+        self.scrubbed += count
+        interaction = Interaction(
+            request=wanted, status=response.status_code, reason=response.reason_phrase, headers=headers, body=b"",
+        )
+        self.cassette.interactions.append(interaction)
+        recorder = Recorder(interaction, self._recorded)
+        self._recorders.append(recorder)
+        return recorder
+
+    def _recorded(self, interaction: Interaction) -> None:
+        filtered = self.scrubber.body("response", interaction.body)
+        if filtered != interaction.body:
+            if len(filtered) != len(interaction.body) and interaction.fragments:
+                # a filter changed the length: fragment boundaries no longer apply
+                interaction.fragments = [(interaction.fragments[0][0], len(filtered))] if filtered else []
+            interaction.body = filtered
+        self.recorded += 1
+
+    async def _record_async(self, request: Any, inner: Any, lib: types.ModuleType, wanted: Any) -> Any:
+        response = await inner.handle_async_request(request)
+        return recording_response(lib, response, self._start_recording(response, wanted), True)
+
+    def _record_sync(self, request: Any, inner: Any, lib: types.ModuleType, wanted: Any) -> Any:
+        response = inner.handle_request(request)
+        return recording_response(lib, response, self._start_recording(response, wanted), False)
+
+    # -- tear-down -----------------------------------------------------------------
+
+    def _drop_rerecorded(self) -> None:
+        # vcrpy's "all": what was recorded now replaces the loaded interactions it
+        # matches (so re-recording does not pile up stale copies that a later replay
+        # would play first); loaded interactions nobody asked for again are kept.
+        loaded = {id(interaction) for interaction in self._loaded}
+        fresh = [i for i in self.cassette.interactions if id(i) not in loaded]
+        kept = [old for old in self._loaded if not any(self._matches(new.request, old) for new in fresh)]
+        self.cassette.interactions = (kept if self.keep_unasked else []) + fresh
+
+    def close(self, *, failed: bool = False) -> None:
+        """Finish recordings the caller left open, then write the cassette if it changed.
+
+        ``failed``: the block raised (or was interrupted). Then nothing is written
+        or deleted, and ``discarded`` counts what was recorded: a recording cut
+        short, or made of errors nobody expected, must not replace a good
+        cassette (``rewrite``) nor become one (``once``), which later runs would
+        replay instead of recording again.
+        """
+        for recorder in self._recorders:
+            recorder.finish(complete=False)
+        if failed:
+            self.discarded = self.recorded
+            return
+        if self.recorded and self.record_mode is RecordMode.ALL:
+            self._drop_rerecorded()
+        if self.recorded:
+            self.cassette.save()
+            self.wrote = True
+        elif self.record_mode is RecordMode.REWRITE and not failed and self.path.exists():
+            self.path.unlink()
+
+
+class use_cassette:  # lower-case: it reads like vcrpy's vcr.use_cassette
+    """Record or replay every httpx/httpx2 request made inside the block.
+
+    Usable as ``with use_cassette(...) as session:`` and ``async with``. See
+    :class:`CassetteSession` for the arguments; ``record_mode`` defaults to
+    ``none`` so nothing reaches the network unless asked.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        record_mode: str | RecordMode = "none",
+        *,
+        route: str | None = None,
+        options: GenerateOptions | None = None,
+        fragmentation: str | Fragmentation = "recorded",
+        speed: float = 0.0,
+        scrubber: Scrubber | None = None,
+        matchers: Sequence[Matcher] | None = None,
+        fault: Fault | None = None,
+    ) -> None:
+        self._args = (path, record_mode)
+        self._kwargs: dict[str, Any] = {
+            "route": route, "options": options, "fragmentation": fragmentation, "speed": speed,
+            "scrubber": scrubber, "matchers": matchers, "fault": fault,
+        }
+        self.session: CassetteSession | None = None
+        self._active = False
+
+    def __enter__(self) -> CassetteSession:
+        if self._active:
+            raise CassetteError(
+                f"use_cassette({str(self._args[0])!r}) is already active: one use_cassette serves one block "
+                "at a time; make another for a nested block"
+            )
+        session = CassetteSession(*self._args, **self._kwargs)
+        taken = _sessions_using(session.path)
+        if taken:
+            # two sessions writing one file: the outer's write would replace the inner's recording
+            raise CassetteError(
+                f"cassette {session.path} is already in use by an enclosing use_cassette block; "
+                "give the nested block its own cassette",
+                path=str(session.path),
+            )
+        self.session, self._active = session, True
+        install(session)
+        return session
+
+    def __exit__(self, *exc_info: object) -> None:
+        if not self._active or self.session is None:
+            raise CassetteError("use_cassette: __exit__ without __enter__; use it as a with block")
+        self._active = False
+        uninstall(self.session)
+        if exc_info[0] is None or not isinstance(exc_info[1], CassetteError):
+            self.session.close(failed=exc_info[0] is not None)
+
+    async def __aenter__(self) -> CassetteSession:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.__exit__(*exc_info)

@@ -1,0 +1,1 @@
+"""The `dsh-replay` command line: one module per command."""

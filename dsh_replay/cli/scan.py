@@ -1,0 +1,102 @@
+"""``dsh-replay scan``: credentials in cassettes and goldens, in parsed values and in the raw text."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TextIO
+
+import orjson
+import yaml
+
+from ..cassette.secrets import Located, find_file_secrets
+from ..errors import DshReplayError
+
+__all__ = ["run_scan"]
+
+
+def run_scan(paths: Sequence[str], out: TextIO) -> int:
+    files: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.suffix in _SCANNED and p.is_file())
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise DshReplayError(f"{path}: no such file or folder")
+    hits = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for hit in find_file_secrets(text, _located_values(path, text)):
+            hits += 1
+            out.write(f"{path}: {hit}\n")
+    if hits:
+        out.write("remove them (scrub the header, query parameter or body) and rotate any real key\n")
+    out.write(f"scanned {len(files)} file(s): {hits} secret(s) found\n")
+    return 1 if hits else 0
+
+
+_SCANNED = (".yaml", ".yml", ".jsonl", ".json")
+
+
+_BINARY_TAG = "tag:yaml.org,2002:binary"
+
+
+def _located_values(path: Path, text: str) -> list[Located]:
+    """A file's parsed values with their fields and lines, so a hit names its field.
+
+    A line or a file that does not parse gives none: the raw text scan reads it.
+    """
+    if path.suffix == ".jsonl":
+        values: list[Located] = []
+        for number, line in enumerate(text.split("\n"), start=1):
+            try:
+                values.append(Located(f"line {number}", orjson.loads(line), number, number))
+            except orjson.JSONDecodeError:
+                continue
+        return values
+    try:
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return []
+    return list(_yaml_values(root)) if root is not None else []
+
+
+def _yaml_values(root: yaml.Node) -> Iterator[Located]:
+    """Every scalar of a YAML document (keys too), named as :func:`find_secrets` names fields.
+
+    Nodes, not loaded values, because a node knows its lines. A node reached again
+    through an alias is walked once (see ``find_secrets`` on alias bombs).
+    """
+    seen: set[int] = set()
+    pending: list[tuple[str, yaml.Node]] = [("", root)]
+    while pending:
+        field, node = pending.pop()
+        if isinstance(node, yaml.ScalarNode):
+            first, end = node.start_mark.line + 1, node.end_mark
+            # a block scalar ends at the start of the line after it
+            last = end.line + 1 if end.column else end.line
+            yield Located(field or "<value>", _scalar_value(node), first, max(first, last))
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        children: list[tuple[str, yaml.Node]] = []
+        if isinstance(node, yaml.MappingNode):
+            for key, item in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else "?"
+                children += [(field, key), (f"{field}.{name}" if field else str(name), item)]
+        elif isinstance(node, yaml.SequenceNode):
+            children = [(f"{field}[{position}]", item) for position, item in enumerate(node.value)]
+        pending += reversed(children)
+
+
+def _scalar_value(node: yaml.ScalarNode) -> str | bytes:
+    if node.tag == _BINARY_TAG:
+        try:
+            return base64.b64decode("".join(str(node.value).split()), validate=True)
+        except ValueError:  # binascii.Error: not base64 after all; the raw text scan still reads it
+            pass
+    return str(node.value)

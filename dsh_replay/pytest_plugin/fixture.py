@@ -1,0 +1,383 @@
+"""The ``dsh_replay`` fixture: run an adapter inside this test's cassette.
+
+``await dsh_replay.stream(adapter, options)`` opens the test's cassette (once
+per test), runs the adapter while the validator checks every chunk as it
+arrives, compares the chunks with the golden (or writes it when recording or
+with ``--update-golden``) and returns them. The marker
+``@pytest.mark.dsh_replay(...)`` takes the same keyword arguments as
+:class:`MarkerOptions`, one-to-one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..cassette.files import atomic_write
+from ..cassette.golden import golden_path_for
+from ..cassette.pacing import Fragmentation, parse_speed
+from ..cassette.replay import Outcome, judge_golden, run_adapter
+from ..cassette.session import use_cassette
+from ..cassette.store import RecordMode
+from ..errors import CassetteError
+from ..protocol.adapter import LlmAdapter
+from ..protocol.chunks import StreamChunk
+from ..protocol.options import GenerateOptions
+from ..protocol.turn import Turn, collect
+from .report import Tally
+from .settings import Settings
+
+__all__ = ["DshReplay", "MarkerOptions", "cassette_name", "cassette_path_for"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarkerOptions:
+    """What ``@pytest.mark.dsh_replay(...)`` may set for one test."""
+
+    cassette: str | None = None
+    route: str | None = None
+    fragmentation: str | None = None
+    speed: float | None = None
+    allow_interleaving: bool = False
+    json_arguments: bool = True
+    golden: bool = True
+    allow_unplayed: bool = False
+    expect_error: bool = False
+
+    @classmethod
+    def from_marker(cls, marker: pytest.Mark | None, where: str) -> MarkerOptions:
+        if marker is None:
+            return cls()
+        valid = [f.name for f in dataclasses.fields(cls)]
+        if marker.args:
+            raise pytest.UsageError(
+                f"{where}: @pytest.mark.dsh_replay takes keyword arguments only ({', '.join(valid)}); "
+                f"got positional {marker.args!r}"
+            )
+        unknown = sorted(set(marker.kwargs) - set(valid))
+        if unknown:
+            close = [m for name in unknown for m in difflib.get_close_matches(name, valid, n=1)]
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise pytest.UsageError(
+                f"{where}: unknown @pytest.mark.dsh_replay argument(s) {', '.join(unknown)}{hint}; "
+                f"valid: {', '.join(valid)}"
+            )
+        options = cls(**marker.kwargs)
+        options.check(where)
+        return options
+
+    def check(self, where: str) -> None:
+        for name in ("allow_interleaving", "json_arguments", "golden", "allow_unplayed", "expect_error"):
+            if not isinstance(getattr(self, name), bool):
+                raise pytest.UsageError(f"{where}: dsh_replay marker argument {name} must be True or False")
+        for name in ("cassette", "route"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise pytest.UsageError(f"{where}: dsh_replay marker argument {name} must be a non-empty string")
+        problem = _cassette_name_problem(self.cassette) if self.cassette is not None else None
+        if problem:
+            raise pytest.UsageError(f"{where}: dsh_replay marker argument cassette={self.cassette!r} {problem}")
+        if self.fragmentation is not None:
+            if not isinstance(self.fragmentation, str):
+                raise pytest.UsageError(
+                    f"{where}: dsh_replay marker argument fragmentation must be a string: "
+                    "recorded, single, bytes, random or random:SEED"
+                )
+            try:
+                Fragmentation.parse(self.fragmentation)
+            except CassetteError as exc:
+                raise pytest.UsageError(f"{where}: dsh_replay marker: {exc}") from None
+        if self.speed is not None:
+            if isinstance(self.speed, str):  # parse_speed takes text too; the marker wants a number
+                raise pytest.UsageError(f"{where}: dsh_replay marker argument speed must be a number, got {self.speed!r}")
+            try:
+                parse_speed(self.speed)
+            except CassetteError as exc:
+                raise pytest.UsageError(f"{where}: dsh_replay marker argument {exc}") from None
+
+
+def cassette_name(node: pytest.Item) -> str:
+    """``Class.test_name[param]`` with characters unsafe in file names replaced, as pytest-recording does."""
+    cls = getattr(node, "cls", None)
+    name = f"{cls.__name__}.{node.name}" if cls is not None else node.name
+    for char in r"<>?%*:|\"'/\\":
+        name = name.replace(char, "-")
+    return name
+
+
+def _cassette_name_problem(name: str) -> str | None:
+    """Why the marker's ``cassette`` would not name a file inside the cassette folder (None: it does).
+
+    An absolute path is documented, and taken as it is; a name or relative path
+    must stay inside the folder and end in a file name.
+    """
+    if Path(name).is_absolute():
+        return None
+    pieces = (name.replace(os.altsep, os.sep) if os.altsep else name).split(os.sep)
+    if ".." in pieces:
+        return (
+            "leaves the cassette folder; a name or relative path stays inside it (no '..'), "
+            "an absolute path may point anywhere"
+        )
+    if pieces[-1] in ("", "."):  # "sub/dir/" would become sub/dir.yaml, "." the folder's own name
+        return "names a folder, not a file; end it with the cassette's name, e.g. 'sub/name'"
+    return None
+
+
+def cassette_path_for(item: pytest.Item, settings: Settings, options: MarkerOptions) -> Path:
+    """``<cassette dir>/<module stem>/<cassette name>.yaml`` for one test.
+
+    The cassette dir is ``cassettes/`` next to the test module unless the ini
+    ``dsh_replay_cassette_dir`` names one; the marker's ``cassette`` may be a
+    name, a relative path or an absolute path.
+    """
+    module = Path(str(item.path))
+    folder = (settings.cassette_dir or module.parent / "cassettes") / module.stem
+    name = options.cassette or cassette_name(item)
+    path = Path(name) if Path(name).is_absolute() else folder / name
+    return path if path.suffix in (".yaml", ".yml") else path.with_name(path.name + ".yaml")
+
+
+def _check_stream_arguments(adapter: object, options: object, expect_error: object, route: object) -> None:
+    """Refuse what is no adapter, options, flag or route before anything runs.
+
+    Checked up front because ``expect_error=True`` would otherwise capture the
+    ``AttributeError`` of a wrong argument as the adapter's error and write it
+    into the golden.
+    """
+    if not isinstance(adapter, LlmAdapter):
+        hint = " (pass an instance, not the class)" if isinstance(adapter, type) else ""
+        raise TypeError(f"dsh_replay.stream(): adapter must be an LlmAdapter instance, got {type(adapter).__name__}{hint}")
+    if not isinstance(options, GenerateOptions):
+        raise TypeError(f"dsh_replay.stream(): options must be a GenerateOptions, got {type(options).__name__}")
+    if expect_error is not None and not isinstance(expect_error, bool):
+        raise TypeError(
+            f"dsh_replay.stream(): expect_error must be True, False or None (the marker decides), got {expect_error!r}"
+        )
+    if route is not None and not isinstance(route, str):
+        raise TypeError(f"dsh_replay.stream(): route must be a string or None, got {type(route).__name__}")
+    if route == "":
+        raise ValueError("dsh_replay.stream(): route must be a non-empty string or None")
+
+
+class _TestFailed(Exception):
+    """Handed to the cassette context on tear-down when the test failed."""
+
+
+def _failure(message: str) -> BaseException:
+    """A test failure that shows ``message`` alone (raise it ``from None`` inside ``except``)."""
+    return pytest.fail.Exception(message, pytrace=False)
+
+
+class DshReplay:
+    """The object the ``dsh_replay`` fixture gives a test."""
+
+    def __init__(self, item: pytest.Item, settings: Settings, tally: Tally) -> None:
+        self._item = item
+        self._settings = settings
+        self._tally = tally
+        self.options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
+        self.cassette_path = cassette_path_for(item, settings, self.options)
+        self.golden_path = golden_path_for(self.cassette_path)
+        self.turn: Turn | None = None
+        self._context: use_cassette | None = None
+        self._calls = 0
+        self._streaming = False
+        # goldens to write when the test has passed (and its cassette is written):
+        # (path, bytes, "written" | "updated")
+        self._pending_goldens: list[tuple[Path, bytes, str]] = []
+
+    # -- running ---------------------------------------------------------------
+
+    def _open(self, adapter: LlmAdapter, options: GenerateOptions, route: str | None) -> Any:
+        settings = self._settings
+        self._context = use_cassette(
+            self.cassette_path,
+            settings.effective_mode,
+            route=route,
+            options=options,
+            fragmentation=self.options.fragmentation or settings.fragmentation,
+            speed=self.options.speed if self.options.speed is not None else settings.speed,
+        )
+        try:
+            session = self._context.__enter__()
+            session.keep_unasked = False
+        except CassetteError as exc:
+            self._context = None
+            hint = ""
+            if settings.ci and settings.record_mode is not settings.effective_mode:
+                hint = f"\n(--record-mode={settings.record_mode.value} does not record because CI is set: CI only replays)"
+            raise _failure(f"{exc}{hint}") from None
+        base_url = getattr(adapter, "base_url", None)
+        if isinstance(base_url, str):
+            session.cassette.metadata.setdefault("base_url", base_url)
+        if getattr(adapter, "drop_reasoning", False):
+            session.cassette.metadata.setdefault("adapter", {"drop_reasoning": True})
+        return session
+
+    async def stream(
+        self,
+        adapter: LlmAdapter,
+        options: GenerateOptions,
+        *,
+        expect_error: bool | None = None,
+        route: str | None = None,
+    ) -> list[StreamChunk]:
+        """Run ``adapter.stream(options)`` in this test's cassette; check, compare, return the chunks."""
+        _check_stream_arguments(adapter, options, expect_error, route)
+        # Overlapping calls are refused rather than numbered: the cassette engine
+        # records interactions as they complete and replays the first unplayed
+        # match, so two calls in flight at once could swap responses between
+        # recording and replay, and the count of what each call recorded (which
+        # decides its golden and its follow-up options) would mix up the two.
+        if self._streaming:
+            raise RuntimeError(
+                "calls to dsh_replay.stream in one test must not overlap; await one before starting the next"
+            )
+        self._streaming = True
+        try:
+            return await self._stream(adapter, options, expect_error=expect_error, route=route)
+        finally:
+            self._streaming = False
+
+    async def _stream(
+        self, adapter: LlmAdapter, options: GenerateOptions, *, expect_error: bool | None, route: str | None
+    ) -> list[StreamChunk]:
+        route = route or self.options.route or getattr(adapter, "route", None)
+        session = self._context.session if self._context is not None else self._open(adapter, options, route)
+        assert session is not None
+        self._calls += 1
+        call = self._calls
+        # counted as used up front: a golden of a test that fails before comparing is not "unused"
+        self._tally.use(self.cassette_path, golden_path_for(self.cassette_path, call) if self.options.golden else None)
+        recorded_before = session.recorded
+        expect = self.options.expect_error if expect_error is None else expect_error
+        try:
+            outcome = await run_adapter(
+                adapter,
+                options,
+                allow_interleaving=self.options.allow_interleaving,
+                json_arguments=self.options.json_arguments,
+                capture=Exception if expect else (),
+            )
+        except CassetteError as exc:
+            # no recorded match, a corrupt cassette…: the message is the whole story
+            raise _failure(str(exc)) from None
+        recorded = session.recorded > recorded_before
+        if recorded and call == 1 and session.record_mode is RecordMode.ALL:
+            # re-recorded from the first call: the options are this run's, not the old ones
+            metadata = session.cassette.metadata
+            metadata["options"] = options.to_json()
+            if route:
+                metadata["route"] = route
+            metadata.pop("follow_ups", None)
+        if recorded and call > 1:
+            # later calls of the test are replayable without it too (collection, check)
+            session.cassette.metadata.setdefault("follow_ups", []).append(options.to_json())
+        self._check_outcome(outcome, expect=expect)
+        if recorded:
+            try:
+                session.cassette.check_secrets()
+            except CassetteError as exc:
+                raise _failure(str(exc)) from None
+        self.turn = collect(outcome.chunks)
+        if self.options.golden:
+            self._judge(outcome.golden_bytes(), recorded, call)
+        return outcome.chunks
+
+    @staticmethod
+    def _check_outcome(outcome: Outcome, *, expect: bool) -> None:
+        if outcome.violations:
+            listing = "\n".join(f"  {v.rule} at chunk {v.position}: {v.message}" for v in outcome.violations)
+            pytest.fail(f"the adapter's chunks break the StreamChunk rules:\n{listing}", pytrace=False)
+        if expect and outcome.raised is None:
+            pytest.fail("the test expects the adapter to raise, but it finished normally", pytrace=False)
+
+    def _judge(self, actual: bytes, recorded: bool, call: int) -> None:
+        staged: list[tuple[Path, bytes]] = []
+        status, problem = judge_golden(
+            self.cassette_path, actual, update=self._settings.update_golden or recorded, call=call,
+            write=lambda path, data: staged.append((path, data)),
+        )
+        if staged:
+            # written at tear-down, once the test passed and its cassette is on disk:
+            # a golden must not describe a recording that was never kept
+            self._pending_goldens += [(path, data, status) for path, data in staged]
+            return
+        self._tally.counts[f"goldens_{status}"] += 1
+        if problem:
+            pytest.fail(problem, pytrace=False)
+
+    def _write_goldens(self) -> None:
+        for path, data, status in self._pending_goldens:
+            atomic_write(path, data)
+            self._tally.counts[f"goldens_{status}"] += 1
+        self._pending_goldens.clear()
+
+    def _drop_goldens(self, reason: str) -> None:
+        """The test did not pass: its goldens stay as they are, and the summary says which."""
+        for path, _data, _status in self._pending_goldens:
+            self._tally.not_written(path, reason)
+        self._pending_goldens.clear()
+
+    def run(self, adapter: LlmAdapter, options: GenerateOptions, **kwargs: Any) -> list[StreamChunk]:
+        """The synchronous twin of :meth:`stream`, for tests that are not async."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.stream(adapter, options, **kwargs))
+        raise RuntimeError("dsh_replay.run() was called inside a running event loop; use `await dsh_replay.stream(...)`")
+
+    # -- tear-down -----------------------------------------------------------------
+
+    def close(self, *, outcome: str = "passed") -> None:
+        """Write the cassette if it recorded, then the goldens; fail on interactions left unplayed.
+
+        ``outcome``: the test's, as pytest reports its call (``passed``,
+        ``failed``, ``skipped``, ``xfailed``; ``interrupted`` when there was no
+        report). A test that did not pass writes nothing: a recording cut
+        short, or made of errors the test did not expect, must not replace a
+        good cassette or become one; the goldens it had to write are named in
+        the summary instead (``goldens: N not written (test failed): ...``).
+        When the test itself failed, interactions it never got to play are a
+        consequence, not news, so they are not reported a second time.
+        """
+        test_failed = outcome != "passed"
+        context, self._context = self._context, None
+        if test_failed:
+            self._drop_goldens(f"test {outcome}")
+        if context is None or context.session is None:
+            if not test_failed:
+                self._write_goldens()
+            return
+        session = context.session
+        failure = (_TestFailed, _TestFailed(), None) if test_failed else (None, None, None)
+        try:
+            context.__exit__(*failure)
+        except CassetteError as exc:
+            self._drop_goldens("cassette not written")
+            raise _failure(str(exc)) from None
+        if session.discarded:
+            self._tally.counts["cassettes_discarded"] += 1
+        if not test_failed:
+            self._write_goldens()
+        self._tally.use(self.cassette_path)
+        self._tally.counts["secrets_scrubbed"] += session.scrubbed
+        if session.wrote:
+            self._tally.counts["cassettes_recorded"] += 1
+        if session.played:
+            self._tally.counts["cassettes_replayed"] += 1
+        if session.unplayed and not self.options.allow_unplayed and not test_failed:
+            pytest.fail(
+                f"cassette {self.cassette_path}: {len(session.unplayed)} recorded interaction(s) were not played "
+                "— the adapter made fewer calls than were recorded. Re-record, or mark the test "
+                "@pytest.mark.dsh_replay(allow_unplayed=True).",
+                pytrace=False,
+            )

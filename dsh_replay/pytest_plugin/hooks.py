@@ -1,0 +1,246 @@
+"""The pytest plugin (entry point ``pytest11: dsh_replay``): thin hooks.
+
+Options are parsed once into :class:`Settings`; the fixture, the collected
+cassette items and the summary keep their logic in their own modules.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Generator, Iterator
+from pathlib import Path
+
+import pytest
+
+from ..cassette.files import has_metadata
+from .fixture import DshReplay, MarkerOptions, cassette_path_for
+from .items import (
+    COLLECTED_KEY,
+    SETTINGS_KEY,
+    TALLY_KEY,
+    CassetteFile,
+    CassetteItem,
+    Collected,
+    is_collectable,
+)
+from .report import RunScope, Tally
+from .settings import Settings, add_options
+
+_SCOPE = pytest.StashKey[RunScope]()
+_CALL_OUTCOME = pytest.StashKey[str]()
+
+
+def _pytest_recording_active(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """Will pytest-recording (which defines ``--record-mode`` too) be loaded in this run?"""
+    if pluginmanager.has_plugin("recording") or pluginmanager.has_plugin("pytest_recording.plugin"):
+        return True
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        # only plugins named with -p load, in order; one named after us is not seen here
+        return False
+    return importlib.util.find_spec("pytest_recording") is not None and not pluginmanager.is_blocked("recording")
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    # pytest-recording owns --record-mode when installed; both plugins then read its value
+    add_options(parser, with_record_mode=not _pytest_recording_active(pluginmanager))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "dsh_replay(cassette=None, route=None, fragmentation=None, speed=None, allow_interleaving=False, "
+        "json_arguments=True, golden=True, allow_unplayed=False, expect_error=False): "
+        "options of the dsh_replay fixture for this test",
+    )
+    config.addinivalue_line("markers", "dsh_replay_case: a test item replaying one cassette (collected)")
+    config.stash[SETTINGS_KEY] = Settings.from_config(config)
+    config.stash[TALLY_KEY] = Tally()
+    config.stash[COLLECTED_KEY] = Collected()
+    if getattr(config, "workerinput", None) is None:
+        config.stash[_SCOPE] = RunScope()
+        config.pluginmanager.register(_RunWatcher(config), "dsh_replay.run")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistController(), "dsh_replay.xdist")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    config = parent.config
+    settings = config.stash[SETTINGS_KEY]
+    if not settings.collect or not is_collectable(file_path, root=config.rootpath, cassette_dir=settings.cassette_dir):
+        return None
+    if not has_metadata(file_path) or not config.stash[COLLECTED_KEY].first_time(file_path):
+        return None
+    return CassetteFile.from_parent(parent, path=file_path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        marker = item.get_closest_marker("dsh_replay")
+        if marker is not None:
+            MarkerOptions.from_marker(marker, item.nodeid)  # a bad argument stops the run here
+    _refuse_shared_derived_cassettes(config.stash[SETTINGS_KEY], items)
+
+
+def _refuse_shared_derived_cassettes(settings: Settings, items: list[pytest.Item]) -> None:
+    """Two tests whose names map to one cassette file would overwrite each other's recording.
+
+    Names are made file-safe (``a/b`` and ``a:b`` both become ``a-b``), and with one
+    cassette dir, modules of the same name share a folder. A cassette named in
+    the marker may be shared on purpose; a derived one never is.
+    """
+    owners: dict[Path, str] = {}
+    for item in items:
+        if not isinstance(item, pytest.Function) or "dsh_replay" not in item.fixturenames:
+            continue
+        options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
+        if options.cassette is not None:
+            continue
+        path = cassette_path_for(item, settings, options)
+        other = owners.setdefault(path, item.nodeid)
+        if other != item.nodeid:
+            raise pytest.UsageError(
+                f"dsh-replay: {other} and {item.nodeid} would both record into {path}; give one of them "
+                "its own cassette with @pytest.mark.dsh_replay(cassette=...) or rename it"
+            )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The cassette each selected test would open is no orphan, even if the test is skipped.
+    # Every test counts, not only ours: pytest-recording names its cassettes the same way.
+    settings, tally = session.config.stash[SETTINGS_KEY], session.config.stash[TALLY_KEY]
+    for item in session.items:
+        cassette = _cassette_of(item, settings)
+        if cassette is not None:
+            tally.expect(cassette)
+
+
+def _cassette_of(item: pytest.Item, settings: Settings) -> Path | None:
+    if isinstance(item, CassetteItem):
+        return item.path
+    if isinstance(item, pytest.Function):
+        options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
+        return cassette_path_for(item, settings, options)
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call":
+        # an xpass (not strict) is a pass; an xfail is reported as skipped, named here for the summary
+        item.stash[_CALL_OUTCOME] = "xfailed" if report.skipped and hasattr(report, "wasxfail") else report.outcome
+    if report.failed or report.skipped:  # skipped includes xfailed
+        # it may have stopped before some of its calls: none of its files is unused
+        cassette = _cassette_of(item, item.config.stash[SETTINGS_KEY])
+        if cassette is not None:
+            item.config.stash[TALLY_KEY].keep(cassette)
+    return report
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    # under xdist this runs in the workers only; their tallies carry the count to the controller
+    if items:
+        items[0].config.stash[TALLY_KEY].deselected += len(items)
+
+
+@pytest.fixture
+def dsh_replay(request: pytest.FixtureRequest) -> Iterator[DshReplay]:
+    """Run an adapter inside this test's cassette: ``chunks = await dsh_replay.stream(adapter, options)``."""
+    config = request.config
+    replay = DshReplay(request.node, config.stash[SETTINGS_KEY], config.stash[TALLY_KEY])
+    yield replay
+    # failed, skipped, xfailed, or never got to a report (Ctrl-C): not passed, so nothing is written
+    replay.close(outcome=request.node.stash.get(_CALL_OUTCOME, "interrupted"))
+
+
+# -- the summary, once, also under pytest-xdist -----------------------------------
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["dsh_replay"] = session.config.stash[TALLY_KEY].to_json()
+
+
+class _XdistController:
+    """Hooks that exist only under pytest-xdist (pluggy refuses unknown hook names)."""
+
+    def pytest_testnodedown(self, node: object, error: object) -> None:
+        output = getattr(node, "workeroutput", {}) or {}
+        config = getattr(node, "config", None)
+        if config is not None and "dsh_replay" in output:
+            config.stash[TALLY_KEY].merge(output["dsh_replay"])
+
+
+class _RunWatcher:
+    """Fills the :class:`RunScope` in the process that prints the summary.
+
+    Under xdist that is the controller: it collects nothing itself, but every
+    worker's test and collection reports are replayed to its hooks.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.scope = config.stash[_SCOPE]
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.scope.collect_errors += 1
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self.scope.finished.add(report.nodeid)
+        if report.failed and not hasattr(report, "wasxfail"):
+            self.scope.failed.add(report.nodeid)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        config = self.config
+        self.scope.collected = session.testscollected
+        self.scope.exitstatus = int(exitstatus)
+        # the controller has the same options as its workers, so a selection shows here too;
+        # --lf drops tests and whole files while collecting, with no deselection to count
+        self.scope.narrowed = bool(
+            config.getoption("keyword")
+            or config.getoption("markexpr")
+            or config.getoption("deselect", None)
+            or config.getoption("lf", False)
+            or any("::" in str(arg) for arg in config.args)
+        )
+        self.scope.some_paths = not _every_path(config)
+
+
+def _every_path(config: pytest.Config) -> bool:
+    """Did pytest start from the whole suite, not from paths named on the command line or a subfolder?
+
+    A folder of cassettes is shared by every module of the same name (with
+    ``dsh_replay_cassette_dir``, ``unit/test_api.py`` and ``e2e/test_api.py``
+    both use ``test_api/``), and a marker's ``cassette=`` may point into any
+    folder, so even a run of whole files can miss a folder's users: it lists
+    nothing and deletes nothing. Naming the rootdir itself is the whole suite.
+    """
+    if any(str(arg).startswith("--ignore") for arg in config.invocation_params.args):
+        return False  # --ignore, --ignore-glob on this command line (in addopts they shape the suite)
+    if config.args_source is pytest.Config.ArgsSource.TESTPATHS:
+        return True
+    if config.args_source is pytest.Config.ArgsSource.INVOCATION_DIR:
+        return config.invocation_params.dir == config.rootpath
+    # `pytest path/to/project` from elsewhere: the rootdir itself, named, is the whole suite
+    root = config.rootpath.resolve()
+    return any("::" not in str(arg) and (config.invocation_params.dir / str(arg)).resolve() == root for arg in config.args)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if getattr(config, "workerinput", None) is not None:
+        return
+    tally, settings = config.stash[TALLY_KEY], config.stash[SETTINGS_KEY]
+    lines = tally.lines(scope=config.stash[_SCOPE], root=config.rootpath, prune=settings.prune_unused)
+    refused = settings.ci_refusal()
+    if refused is not None:
+        lines.insert(0, refused)  # shown even when no test of ours ran: the flag was ignored all the same
+    if lines:
+        terminalreporter.write_sep("-", "dsh-replay")
+        for line in lines:
+            terminalreporter.write_line(line)

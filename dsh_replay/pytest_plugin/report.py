@@ -1,0 +1,288 @@
+"""The run's tally and the terminal summary (one summary under pytest-xdist too).
+
+Workers keep their own :class:`Tally` and ship it to the controller in
+``workeroutput`` when they finish; the controller adds them up, looks for
+unused goldens and orphan cassettes in the folders the run touched, and prints
+the summary once.
+
+Which files the summary may list, and ``--prune-unused`` may delete
+-------------------------------------------------------------------
+
+Only our own files, and only those no test outside the run could own:
+
+- **Only a run of the whole suite lists anything** (:class:`RunScope`): a test
+  that was not selected, was deselected, was not collected or did not finish
+  could be the owner of any file (a ``cassette=`` in its marker may point into
+  any folder), so a partial run lists none. Deleting needs that run green too.
+- **Only folders the run touched**: those where this run's ``dsh_replay``
+  tests and collected cases opened a cassette.
+- **A cassette is ours** when it carries our top-level ``dsh_replay:`` metadata
+  (:func:`dsh_replay.cassette.store.has_metadata`). A plain vcrpy or pytest-recording cassette beside
+  ours is never an orphan, whatever its name: its tests open it in ways this
+  plugin cannot see (``vcr.use_cassette(...)``, ``@pytest.mark.vcr``).
+  An orphan is a cassette of ours that no collected test would open (the
+  cassette each selected test would open is recorded at collection, so a
+  skipped test's cassette is no orphan).
+- **A golden is ours by its suffix** (``.chunks.jsonl``), but it is unused only
+  when nothing compared it, no test that did not pass owns its cassette (that
+  test may have stopped before the call the golden is for, :meth:`Tally.keep`),
+  and its cassette (``<stem>.yaml`` or ``.yml`` beside it, where ``case.2`` may
+  also be call 2 of ``case``) is
+
+  1. one this run's tests replayed or recorded: the golden is for a call the
+     test no longer makes, or the test turned goldens off; or
+  2. an orphan of ours (see above): the golden goes with it; or
+  3. absent, and no test of the run would open it: a leftover of a deleted test.
+
+  Any other golden is kept: in particular one beside a cassette that is not
+  ours and that no test of ours used, which we cannot tell is unused.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..cassette.files import read_metadata_key
+from ..cassette.golden import GOLDEN_SUFFIX
+
+__all__ = ["RunScope", "Tally"]
+
+_SUBSET = "only a run of every test can tell what is unused"
+_PATHS = "paths were named or pytest started in a subfolder; only a run of the whole suite prunes"
+
+
+def _is_ours(cassette: Path) -> bool:
+    """A cassette this plugin may call an orphan: readable, with our metadata (never a vcrpy one)."""
+    return read_metadata_key(cassette) is True
+
+_COUNTERS = (
+    "cassettes_recorded",
+    "cassettes_replayed",
+    "goldens_matched",
+    "goldens_written",
+    "goldens_updated",
+    "goldens_differs",
+    "goldens_missing",
+    "goldens_unreadable",
+    "secrets_scrubbed",
+)
+
+
+@dataclass
+class Tally:
+    counts: Counter[str] = field(default_factory=Counter)
+    cassettes: set[str] = field(default_factory=set)
+    goldens: set[str] = field(default_factory=set)
+    folders: set[str] = field(default_factory=set)
+    expected: set[str] = field(default_factory=set)
+    kept: set[str] = field(default_factory=set)
+    #: golden path → why it was not written ("test failed", "test skipped", ...)
+    unwritten: dict[str, str] = field(default_factory=dict)
+    deselected: int = 0
+
+    def expect(self, cassette: Path) -> None:
+        """A collected test will open ``cassette`` (whether or not it gets to run)."""
+        self.expected.add(str(cassette.resolve()))
+
+    def keep(self, cassette: Path) -> None:
+        """The test of ``cassette`` did not pass: the cassette and all its goldens count as used."""
+        self.kept.add(str(cassette.resolve()))
+
+    def use(self, cassette: Path, golden: Path | None = None) -> None:
+        self.cassettes.add(str(cassette.resolve()))
+        self.folders.add(str(cassette.resolve().parent))
+        if golden is not None:
+            self.goldens.add(str(golden.resolve()))
+
+    def not_written(self, golden: Path, reason: str) -> None:
+        """A golden the run had to write (recording, ``--update-golden``) was left as it was."""
+        self.unwritten[str(golden.resolve())] = reason
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "counts": dict(self.counts),
+            "cassettes": sorted(self.cassettes),
+            "goldens": sorted(self.goldens),
+            "folders": sorted(self.folders),
+            "expected": sorted(self.expected),
+            "kept": sorted(self.kept),
+            "unwritten": dict(sorted(self.unwritten.items())),
+            "deselected": self.deselected,
+        }
+
+    def merge(self, data: dict[str, Any]) -> None:
+        self.counts.update(data.get("counts", {}))
+        self.cassettes.update(data.get("cassettes", ()))
+        self.goldens.update(data.get("goldens", ()))
+        self.folders.update(data.get("folders", ()))
+        self.expected.update(data.get("expected", ()))
+        self.kept.update(data.get("kept", ()))
+        self.unwritten.update(data.get("unwritten", {}))
+        self.deselected += int(data.get("deselected", 0))
+
+    def unused(self) -> tuple[list[Path], list[Path]]:
+        """(goldens no test compared, cassettes of ours no test used) in the folders the run touched.
+
+        The rules are in the module docstring; only a run of the whole suite may ask.
+        """
+        goldens: list[Path] = []
+        cassettes: list[Path] = []
+        known = self.cassettes | self.expected | self.kept
+        for folder in sorted(self.folders):
+            try:
+                paths = sorted(Path(folder).iterdir())
+            except OSError:
+                continue
+            for path in paths:
+                if not path.is_file():
+                    continue
+                resolved = str(path.resolve())
+                if path.name.endswith(GOLDEN_SUFFIX):
+                    if resolved not in self.goldens and self._golden_unused(path, known):
+                        goldens.append(path)
+                elif path.suffix in (".yaml", ".yml") and resolved not in known and _is_ours(path):
+                    cassettes.append(path)
+        return goldens, cassettes
+
+    def _golden_unused(self, golden: Path, known: set[str]) -> bool:
+        folder = golden.parent.resolve()
+        owners = [folder / (stem + ext) for stem in _cassette_stems(golden) for ext in (".yaml", ".yml")]
+        names = [str(owner) for owner in owners]
+        if any(name in self.kept for name in names):
+            return False  # its test did not pass: it may not have reached the call this golden is for
+        if any(name in self.cassettes for name in names):
+            return True  # rule 1: its cassette was replayed or recorded, yet nothing compared this golden
+        if any(name in known for name in names):
+            return False  # a test of the run would open its cassette, and may yet compare it
+        # rule 2 (every cassette it may belong to is an orphan of ours) or rule 3 (there is none);
+        # a cassette that is not ours (vcrpy, pytest-recording) keeps it
+        return all(_is_ours(owner) for owner in owners if owner.exists())
+
+    def lines(self, *, scope: RunScope, root: Path, prune: bool = False) -> list[str]:
+        """The summary lines; with ``prune`` (and a run ``scope`` allows it) the unused files are deleted."""
+        c = self.counts
+        if not (self.cassettes or self.unwritten or any(c[name] for name in _COUNTERS)):
+            return []
+        out = [
+            f"cassettes: {c['cassettes_replayed']} replayed, {c['cassettes_recorded']} recorded",
+            _goldens_line(c),
+            *_unwritten_lines(self.unwritten, root),
+            f"secrets scrubbed: {c['secrets_scrubbed']}",
+        ]
+        refusal = scope.refusal(deselected=self.deselected)
+        if scope.listing_refusal(deselected=self.deselected) is None:
+            goldens, cassettes = self.unused()
+            delete = prune and refusal is None
+            verb = ", deleted" if delete and (goldens or cassettes) else ""
+            out.append(f"unused goldens: {len(goldens)}{verb if goldens else ''}" + _listing(goldens, root))
+            out.append(f"orphan cassettes: {len(cassettes)}{verb if cassettes else ''}" + _listing(cassettes, root))
+            if delete:
+                for path in (*goldens, *cassettes):
+                    path.unlink(missing_ok=True)
+        if prune and refusal is not None:
+            out.append(f"pruned: nothing ({refusal})")
+        return out
+
+
+@dataclass
+class RunScope:
+    """How much of the suite a run covered: may it list unused files, may it delete them?
+
+    Judged by the process that prints the summary; under pytest-xdist that is
+    the controller, which receives every worker's test and collection reports,
+    while deselections happen in the workers and arrive in their :class:`Tally`.
+
+    - Listing needs a run of the whole suite. A test that was not selected
+      (``-k``, ``-m``, node ids, ``--lf``), was deselected (``--deselect``, any
+      plugin), was not collected (a collection error, named paths, ``--ignore``,
+      pytest started below the rootdir) or did not finish (``-x``,
+      ``--maxfail``, Ctrl-C) would leave its files looking unused: the files of
+      its folder, and any file its marker's ``cassette=`` names elsewhere.
+    - Deleting needs that run green too: no failure or error (exit status 0).
+      A failing test's files are kept already (:meth:`Tally.keep`), but a
+      failing run is a poor witness (a broken fixture or conftest, a half-done
+      refactoring), and "only a complete, green run prunes" is a rule users can
+      predict. Skipped and xfailed tests do not stop pruning (suites skip by
+      platform or optional dependency); their files are kept.
+    """
+
+    narrowed: bool = False
+    some_paths: bool = False
+    collected: int = 0
+    collect_errors: int = 0
+    finished: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    exitstatus: int = 0
+
+    def covers_every_test(self, *, deselected: int) -> bool:
+        return not (self.narrowed or deselected or self.collect_errors) and len(self.finished) >= self.collected
+
+    def listing_refusal(self, *, deselected: int) -> str | None:
+        """Why unused files may not even be listed, or None."""
+        if not self.covers_every_test(deselected=deselected):
+            return _SUBSET
+        if self.some_paths:
+            return _PATHS
+        return None
+
+    def refusal(self, *, deselected: int) -> str | None:
+        """Why nothing may be deleted, or None."""
+        why = self.listing_refusal(deselected=deselected)
+        if why is not None:
+            return why
+        if self.failed:
+            n = len(self.failed)
+            return f"{n} test{'s' if n != 1 else ''} failed or errored; only a run where every test passes prunes"
+        if self.exitstatus != 0:
+            return f"the run ended with exit status {self.exitstatus}; only a run where every test passes prunes"
+        return None
+
+
+def _goldens_line(c: Counter[str]) -> str:
+    line = f"goldens: {c['goldens_matched']} matched, {c['goldens_written']} written, {c['goldens_updated']} updated"
+    if c["goldens_differs"]:
+        line += f", {c['goldens_differs']} differing"
+    if c["goldens_missing"]:
+        line += f", {c['goldens_missing']} missing"
+    if c["goldens_unreadable"]:
+        line += f", {c['goldens_unreadable']} unreadable"
+    return line
+
+
+def _unwritten_lines(unwritten: dict[str, str], root: Path) -> list[str]:
+    """``goldens: 2 not written (test failed): a.chunks.jsonl, b.chunks.jsonl``, one line per reason."""
+    by_reason: dict[str, list[Path]] = {}
+    for path, reason in sorted(unwritten.items()):
+        by_reason.setdefault(reason, []).append(Path(path))
+    return [
+        f"goldens: {len(paths)} not written ({reason}): {_names(paths, root)}"
+        for reason, paths in sorted(by_reason.items())
+    ]
+
+
+def _cassette_stems(golden: Path) -> list[str]:
+    """``case.chunks.jsonl`` → [``case``]; ``case.2.chunks.jsonl`` → [``case.2``, ``case``] (a later call's golden)."""
+    stem = golden.name[: -len(GOLDEN_SUFFIX)]
+    head, dot, call = stem.rpartition(".")
+    return [stem, head] if dot and call.isdigit() and int(call) > 1 else [stem]
+
+
+def _listing(paths: list[Path], root: Path) -> str:
+    return f" ({_names(paths, root)})" if paths else ""
+
+
+def _names(paths: list[Path], root: Path) -> str:
+    """The first ten paths relative to the rootdir, and how many more."""
+    shown = [_relative(p, root) for p in paths[:10]]
+    more = f", … (+{len(paths) - 10})" if len(paths) > 10 else ""
+    return ", ".join(shown) + more
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,1 @@
+"""From bytes to provider events: SSE and NDJSON decoders, the HTTP transport with retries, provider error mapping, and the block sequencer adapters emit chunks through. Depends on `protocol` only."""
