@@ -12,7 +12,8 @@ The response streams are where stream fidelity lives:
 - ``recording`` streams pass each fragment to the caller the moment the real
   transport yields it, noting its size and arrival time; a failure is noted
   with its byte offset and re-raised; an early close marks the interaction
-  incomplete.
+  incomplete — unless the body ends right there, before any more content
+  (:mod:`.drain`).
 - ``replay`` streams cut the recorded body as asked and, with a speed factor,
   sleep until each piece's recorded arrival time; a recorded failure (or an
   injected fault) is raised again at the same byte offset as the same
@@ -29,6 +30,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Protocol
 
 from ..errors import CassetteError
+from .drain import ended_async, ended_sync
 from .pacing import Fault, Fragmentation, Pacing, Stop, clip, piece_plan, stop_for
 from .store import Interaction, RecordedError
 
@@ -163,7 +165,6 @@ class Recorder:
         self.on_done = on_done
         self.started = time.perf_counter()
         self.parts: list[bytes] = []
-        self.size = 0
         self.done = False
         interaction.fragments = []
 
@@ -173,11 +174,10 @@ class Recorder:
         assert self.interaction.fragments is not None
         self.interaction.fragments.append(((time.perf_counter() - self.started) * 1000.0, len(data)))
         self.parts.append(data)
-        self.size += len(data)
 
     def failed(self, exc: BaseException) -> None:
         at_ms = (time.perf_counter() - self.started) * 1000.0
-        self.interaction.error = RecordedError(type(exc).__name__, str(exc), self.size, at_ms)
+        self.interaction.error = RecordedError(type(exc).__name__, str(exc), sum(map(len, self.parts)), at_ms)
         self.finish(complete=True)
 
     def finish(self, *, complete: bool) -> None:
@@ -207,10 +207,16 @@ def recording_response(lib: types.ModuleType, response: Any, recorder: Recorder,
         recorder.finish(complete=True)
         return response
     if is_async:
+        apieces: list[AsyncIterator[bytes]] = []  # one iterator, shared by the reader and the drain
+
+        def asource() -> AsyncIterator[bytes]:
+            if not apieces:
+                apieces.append(inner.__aiter__())
+            return apieces[0]
 
         async def agen() -> AsyncIterator[bytes]:
             try:
-                async for data in inner:
+                async for data in asource():
                     recorder.fragment(data)
                     yield data
             except Exception as exc:
@@ -219,15 +225,23 @@ def recording_response(lib: types.ModuleType, response: Any, recorder: Recorder,
             recorder.finish(complete=True)
 
         async def aclose() -> None:
+            if not recorder.done and await ended_async(asource()):
+                recorder.finish(complete=True)
             recorder.finish(complete=False)  # a no-op when the body was read to the end
             await inner.aclose()
 
         response.stream = async_stream(agen(), aclose)
     else:
+        pieces: list[Iterator[bytes]] = []
+
+        def source() -> Iterator[bytes]:
+            if not pieces:
+                pieces.append(iter(inner))
+            return pieces[0]
 
         def gen() -> Iterator[bytes]:
             try:
-                for data in inner:
+                for data in source():
                     recorder.fragment(data)
                     yield data
             except Exception as exc:
@@ -236,6 +250,8 @@ def recording_response(lib: types.ModuleType, response: Any, recorder: Recorder,
             recorder.finish(complete=True)
 
         def close() -> None:
+            if not recorder.done and ended_sync(inner, source()):
+                recorder.finish(complete=True)
             recorder.finish(complete=False)
             inner.close()
 
