@@ -48,9 +48,7 @@ def body_of(response: dict[str, Any]) -> bytes:
     return body.encode() if isinstance(body, str) else bytes(body)
 
 
-def openai_sync(base: str, stop_after: int | None) -> int:
-    client = openai.OpenAI(api_key=OPENAI_KEY, base_url=base + "/v1", max_retries=0)
-    stream = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True)
+def read(stream: Any, stop_after: int | None) -> int:
     seen = 0
     for _ in stream:
         seen += 1
@@ -60,47 +58,42 @@ def openai_sync(base: str, stop_after: int | None) -> int:
     return seen
 
 
+async def aread(stream: Any, stop_after: int | None) -> int:
+    seen = 0
+    async for _ in stream:
+        seen += 1
+        if seen == stop_after:
+            break
+    await stream.close()
+    return seen
+
+
+CHAT_ARGS: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+MESSAGE_ARGS: dict[str, Any] = {**CHAT_ARGS, "model": "claude-sonnet-4-5", "max_tokens": 16}
+
+
+def openai_sync(base: str, stop_after: int | None) -> int:
+    client = openai.OpenAI(api_key=OPENAI_KEY, base_url=base + "/v1", max_retries=0)
+    return read(client.chat.completions.create(**CHAT_ARGS), stop_after)
+
+
 def openai_async(base: str, stop_after: int | None) -> int:
     async def run() -> int:
         client = openai.AsyncOpenAI(api_key=OPENAI_KEY, base_url=base + "/v1", max_retries=0)
-        stream = await client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True)
-        seen = 0
-        async for _ in stream:
-            seen += 1
-            if seen == stop_after:
-                break
-        await stream.close()
-        return seen
+        return await aread(await client.chat.completions.create(**CHAT_ARGS), stop_after)
 
     return asyncio.run(run())
 
 
 def anthropic_sync(base: str, stop_after: int | None) -> int:
     client = anthropic.Anthropic(api_key=ANTHROPIC_KEY, base_url=base, max_retries=0)
-    stream = client.messages.create(model="claude-sonnet-4-5", max_tokens=16,
-                                    messages=[{"role": "user", "content": "hi"}], stream=True)
-    seen = 0
-    for _ in stream:
-        seen += 1
-        if seen == stop_after:
-            break
-    stream.close()
-    return seen
+    return read(client.messages.create(**MESSAGE_ARGS), stop_after)
 
 
 def anthropic_async(base: str, stop_after: int | None) -> int:
     async def run() -> int:
         client = anthropic.AsyncAnthropic(api_key=ANTHROPIC_KEY, base_url=base, max_retries=0)
-        stream = await client.messages.create(model="claude-sonnet-4-5", max_tokens=16,
-                                              messages=[{"role": "user", "content": "hi"}], stream=True)
-        seen = 0
-        async for _ in stream:
-            seen += 1
-            if seen == stop_after:
-                break
-        await stream.close()
-        return seen
+        return await aread(await client.messages.create(**MESSAGE_ARGS), stop_after)
 
     return asyncio.run(run())
 
