@@ -24,19 +24,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ..wire.transport import DEFAULT_RETRY, RetryPolicy, StreamRequest
-from ._base import (
-    CutAwareNDJSONDecoder,
-    CutAwareSSEDecoder,
-    HttpAdapter,
-    Translator,
-    count,
-    history_arguments,
-    merge_extra,
-    parse_json,
-)
-
 if TYPE_CHECKING:
+    from ..wire.transport import DEFAULT_RETRY, RetryPolicy, StreamRequest
+    from ._base import (
+        CutAwareNDJSONDecoder,
+        CutAwareSSEDecoder,
+        HttpAdapter,
+        Translator,
+        count,
+        history_arguments,
+        merge_extra,
+        parse_json,
+    )
     from .anthropic import AnthropicAdapter
     from .deepseek import DeepSeekAdapter
     from .gemini import GeminiAdapter
@@ -78,7 +77,12 @@ __all__ = [
     "parse_json",
 ]
 
-_BY_CLASS = {cls: module for module, cls, _ in BUILTIN_ROUTES.values()}
+# name -> module it lives in; imported on first use, so the route table and
+# ``dsh-replay routes`` read BUILTIN_ROUTES without loading httpx or any adapter
+_LAZY = {cls: module for module, cls, _ in BUILTIN_ROUTES.values()}
+_LAZY.update(dict.fromkeys(["DEFAULT_RETRY", "RetryPolicy", "StreamRequest"], "..wire.transport"))
+_LAZY.update(dict.fromkeys(["CutAwareNDJSONDecoder", "CutAwareSSEDecoder", "HttpAdapter", "Translator", "count",
+                            "history_arguments", "merge_extra", "parse_json"], "._base"))
 
 
 def adapter_class(route: str) -> type[Any]:
@@ -88,6 +92,13 @@ def adapter_class(route: str) -> type[Any]:
 
 
 def __getattr__(name: str) -> Any:
-    if name in _BY_CLASS:
-        return getattr(importlib.import_module(f"{__name__}.{_BY_CLASS[name]}"), name)
+    if name in _LAZY:
+        where = _LAZY[name]
+        value = getattr(importlib.import_module(where if where.startswith(".") else f".{where}", __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -19,6 +20,7 @@ from ..cassette.golden import GOLDEN_SUFFIX
 from ..cassette.replay import CaseResult, replay_case
 from ..errors import ConfigError, DshReplayError
 from ..wire.transport import _tls_context
+from .common import FRAGMENTATION_HELP, add_plugins, fragmentation_type, route_table
 from .validate import validate_file
 
 __all__ = ["find_cases", "render_table", "run_check"]
@@ -183,3 +185,24 @@ def run_check(
     for row in failures:
         out.write(f"\n{row['path']}:\n{row['problem']}\n")
     return 1 if failures else 0
+
+
+DESCRIPTION = (
+    "Replay every cassette with dsh_replay metadata under PATHS through its route's adapter, run the\n"
+    "rules P1-P12, compare the chunks with the golden, and print one row per case. Goldens without a\n"
+    "cassette are checked against the rules. Exit 1 if any case fails."
+)
+EXAMPLE = "dsh-replay check cassettes"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", default=["cassettes"], metavar="PATHS")
+    parser.add_argument("--update", action="store_true", help="write missing and differing goldens")
+    parser.add_argument("--fragmentation", type=fragmentation_type, default="recorded", help=FRAGMENTATION_HELP)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_plugins(parser)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    return run_check(args.paths, out, update=args.update, fragmentation=args.fragmentation, as_json=args.json,
+                     routes=route_table(args), progress=err)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import difflib
 from typing import Any, TextIO
 
@@ -11,7 +12,7 @@ from ..protocol.chunks import Finish, FinishReason, Usage, UsageChunk
 from ..protocol.jsonl import block_to_json, chunk_to_json, dump_jsonl, load_golden
 from ..protocol.turn import collect
 
-__all__ = ["run_diff"]
+__all__ = ["DESCRIPTION", "EXAMPLE", "add_arguments", "run", "run_diff"]
 
 
 def _block_label(position: int, block: Any) -> str:
@@ -99,3 +100,19 @@ def _line_diff(old_bytes: bytes, new_bytes: bytes, a: str, b: str) -> str:
             else:
                 lines += [f"- {line}" for line in old[i1:i2]] + [f"+ {line}" for line in new[j1:j2]]
     return "\n".join(lines) + "\n"
+
+
+DESCRIPTION = (
+    "Compare two chunk JSONL files by block (text, tool calls, reasoning), usage and finish, then\n"
+    "show the line diff. Exit 0 when identical, 1 otherwise."
+)
+EXAMPLE = "dsh-replay diff old.chunks.jsonl new.chunks.jsonl"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", metavar="A")
+    parser.add_argument("b", metavar="B")
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    return run_diff(args.a, args.b, out)

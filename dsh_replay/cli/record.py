@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 from pathlib import Path
@@ -16,9 +17,10 @@ from ..cassette.replay import Outcome, judge_golden, run_adapter
 from ..cassette.session import use_cassette
 from ..errors import ConfigError, DshReplayError
 from ..protocol.options import GenerateOptions
+from .common import add_plugins, route_table
 from .trace import print_verdict
 
-__all__ = ["key_variable", "run_record"]
+__all__ = ["DESCRIPTION", "EXAMPLE", "add_arguments", "key_variable", "run", "run_record"]
 
 
 def run_record(route: str, options_file: str, out_path: str, base_url: str | None, out: TextIO,
@@ -104,3 +106,27 @@ def key_variable(route: str) -> str:
 
 #: local servers take no key
 _KEY_OPTIONAL = frozenset(("ollama", "openai-compatible"))
+
+
+DESCRIPTION = (
+    "Call the real provider once and record the exchange into CASSETTE (+ its golden). The key\n"
+    "comes from the route's environment variable: OPENAI_API_KEY (openai, openai-responses),\n"
+    "OPENAI_COMPATIBLE_API_KEY, DEEPSEEK_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY,\n"
+    "OLLAMA_API_KEY (optional), or <ROUTE>_API_KEY for configured routes. Refused when CI is set.\n"
+    "An existing CASSETTE or golden is kept unless --force is given."
+)
+EXAMPLE = "dsh-replay record --route openai --options options.json --out cassettes/openai/hello.yaml"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--route", required=True)
+    parser.add_argument("--options", required=True, metavar="FILE", help="GenerateOptions as JSON")
+    parser.add_argument("--out", required=True, metavar="CASSETTE")
+    parser.add_argument("--base-url", default=None, metavar="URL", help="the provider's root URL (a proxy, a local server)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing CASSETTE and its golden")
+    add_plugins(parser)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    return run_record(args.route, args.options, args.out, args.base_url, out, routes=route_table(args),
+                      force=args.force)

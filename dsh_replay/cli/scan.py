@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import base64
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ import yaml
 from ..cassette.secrets import Located, find_file_secrets
 from ..errors import DshReplayError
 
-__all__ = ["run_scan"]
+__all__ = ["DESCRIPTION", "EXAMPLE", "add_arguments", "run", "run_scan"]
 
 
 def run_scan(paths: Sequence[str], out: TextIO) -> int:
@@ -100,3 +101,19 @@ def _scalar_value(node: yaml.ScalarNode) -> str | bytes:
         except ValueError:  # binascii.Error: not base64 after all; the raw text scan still reads it
             pass
     return str(node.value)
+
+
+DESCRIPTION = (
+    "Scan YAML/JSON(L) files for credential-shaped strings (OpenAI, Anthropic, Google, AWS keys,\n"
+    "bearer tokens): every parsed value, by field, and the raw text, by line (comments, escaped JSON,\n"
+    "base64 and gzip bodies decoded). Each sighting once, masked. Exit 1 on any hit."
+)
+EXAMPLE = "dsh-replay scan cassettes"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", default=["cassettes"], metavar="PATHS")
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    return run_scan(args.paths, out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import types
 from pathlib import Path
@@ -17,6 +18,7 @@ from ..cassette.replay import Outcome, case_options
 from ..cassette.store import Cassette, Interaction
 from ..errors import CassetteError, DshReplayError
 from ..protocol.jsonl import chunk_to_json
+from .common import add_plugins, route_table
 
 __all__ = ["run_show"]
 
@@ -133,3 +135,19 @@ def _fragments(cassette: Cassette, chunks: dict[int, list[str]], outcome: Outcom
     ttfb = f"{first[0][0]:.1f} ms" if first else "n/a"
     ttfc = f"{first_chunk_ms:.1f} ms" if first_chunk_ms is not None else "n/a"
     out.write(f"\ntime to first byte: {ttfb}; time to first chunk: {ttfc}\n")
+
+
+DESCRIPTION = (
+    "Print each interaction's request (scrubbed) and response, then every fragment with its arrival\n"
+    "time and size and the chunks the adapter produced from it; time to first byte and first chunk."
+)
+EXAMPLE = "dsh-replay show cassettes/anthropic/text.yaml"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cassette", metavar="CASSETTE")
+    add_plugins(parser)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    return run_show(args.cassette, out, routes=route_table(args))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 from pathlib import Path
@@ -10,8 +11,9 @@ from typing import TextIO
 from ..adapters.route_table import RouteTable
 from ..cassette.replay import Outcome, trace_body
 from ..errors import DshReplayError
+from .common import FRAGMENTATION_HELP, add_plugins, fragmentation_type, route_table
 
-__all__ = ["print_verdict", "run_trace"]
+__all__ = ["DESCRIPTION", "EXAMPLE", "add_arguments", "print_verdict", "run", "run_trace"]
 
 
 def print_verdict(outcome: Outcome, err: TextIO) -> int:
@@ -54,3 +56,24 @@ def _write_bytes(out: TextIO, data: bytes) -> None:
     out.flush()
     buffer.write(data)
     buffer.flush()
+
+
+DESCRIPTION = (
+    "Answer every request of ROUTE's adapter with the body in FILE (- for stdin), status 200.\n"
+    "stdout is exactly what a golden for it would hold; the rule verdict goes to stderr.\n"
+    "Exit 0 when the chunks obey the rules and nothing was raised, 1 otherwise."
+)
+EXAMPLE = "curl -sN ... | dsh-replay trace --route openai -"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--route", required=True)
+    parser.add_argument("file", metavar="FILE")
+    parser.add_argument("--fragmentation", type=fragmentation_type, default="single", help=FRAGMENTATION_HELP)
+    parser.add_argument("--drop-reasoning", action="store_true", help="tell the adapter to drop reasoning blocks")
+    add_plugins(parser)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    return run_trace(args.route, args.file, out, err, fragmentation=args.fragmentation,
+                     drop_reasoning=args.drop_reasoning, routes=route_table(args))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 import sys
@@ -16,7 +17,7 @@ from ..errors import DshReplayError
 from ..protocol.jsonl import BadLine, Raised, parse_golden_lines
 from ..protocol.validator import SequenceValidator, Violation
 
-__all__ = ["FileReport", "run_validate", "validate_file"]
+__all__ = ["DESCRIPTION", "EXAMPLE", "FileReport", "add_arguments", "run", "run_validate", "validate_file"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,3 +152,20 @@ def run_validate(files: Sequence[str], out: TextIO, err: TextIO | None = None) -
             failed = True
             out.write(f"{report.path}:{line}: {violation.rule} {violation.message}\n")
     return 2 if unusable else 1 if failed else 0
+
+
+DESCRIPTION = (
+    "Run rules P1-P12 on JSONL chunk files (goldens, or logs of any harness). One line per\n"
+    "violation, FILE:LINE: RULE message. A line that is not a chunk is a P1 violation. Exit 1 on any.\n"
+    "A file that is no chunk file at all (a cassette, a raw SSE/NDJSON body) gets one line saying\n"
+    "which command reads it instead, and exit 2."
+)
+EXAMPLE = "dsh-replay validate cassettes/openai/text.chunks.jsonl"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE")
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    return run_validate(args.files, out, err)

@@ -1,0 +1,56 @@
+"""The command line's quick paths stay quick: ``--help`` and ``routes`` import
+neither vcrpy nor the cassette engine nor any adapter (each command's module is
+imported only when that command runs)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+PROBE = (
+    "import io, sys\n"
+    "from dsh_replay.cli.main import main\n"
+    "code = main({argv!r}, out=io.StringIO(), err=io.StringIO())\n"
+    "print(code)\n"
+    "print(' '.join(sorted(sys.modules)))\n"
+)
+
+
+def imported_by(argv: list[str]) -> tuple[int, set[str]]:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True,
+                          check=True, timeout=60)
+    code, modules = done.stdout.splitlines()
+    return int(code), set(modules.split())
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["routes"], ["--version"]])
+def test_quick_paths_import_no_engine_and_no_adapter(argv: list[str]) -> None:
+    code, modules = imported_by(argv)
+    assert code == 0
+    assert "vcr" not in modules
+    assert not {m for m in modules if m.startswith("dsh_replay.cassette.")} - {"dsh_replay.cassette"}
+    assert not {m for m in modules if m.startswith("dsh_replay.adapters.")} - {"dsh_replay.adapters.route_table"}
+
+
+def test_top_level_help_builds_no_command_module() -> None:
+    _, modules = imported_by(["--help"])
+    assert not {m for m in modules if m.startswith("dsh_replay.cli.")} - {"dsh_replay.cli.main"}
+    assert "httpx" not in modules
+
+
+def test_a_command_imports_its_own_module_only() -> None:
+    code, modules = imported_by(["diff", "--help"])
+    assert code == 0
+    commands = {m for m in modules if m.startswith("dsh_replay.cli.")}
+    assert commands == {"dsh_replay.cli.main", "dsh_replay.cli.diff"}
+
+
+def test_lazy_package_names_resolve_and_unknown_names_fail() -> None:
+    import dsh_replay
+
+    assert dsh_replay.use_cassette.__name__ == "use_cassette"
+    assert set(dsh_replay.__all__) <= set(dir(dsh_replay))
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        dsh_replay.not_a_name  # noqa: B018
