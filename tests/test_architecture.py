@@ -26,11 +26,12 @@ RANKS = {
     "dsh_replay.seed_config": 2,
     "dsh_replay.adapters": 3,
     "dsh_replay.cassette": 4,
-    "dsh_replay.pytest_plugin": 5,
-    "dsh_replay.cli": 5,
-    "dsh_replay.testing": 6,
-    "dsh_replay.__main__": 7,
-    "dsh_replay": 8,
+    "dsh_replay.conformance": 5,
+    "dsh_replay.pytest_plugin": 6,
+    "dsh_replay.cli": 6,
+    "dsh_replay.testing": 7,
+    "dsh_replay.__main__": 8,
+    "dsh_replay": 9,
 }
 
 # the codec's load_jsonl also takes a path, as the spec asks; everything else here takes values

@@ -34,7 +34,7 @@ OFFLINE_KEY = "dsh-replay-offline"
 _ROUTES_TABLE = ("tool", "dsh_replay", "routes")
 
 
-def _import_target(spec: str, route: str, source: str) -> Callable[..., Any]:
+def import_target(spec: str, route: str, source: str) -> Callable[..., Any]:
     module_name, _, attribute = spec.partition(":")
     where = f"{source}: route {route!r}"
     if not module_name or not attribute:
@@ -100,7 +100,7 @@ class RouteTable:
             # routes name the project's own modules, importable from its root
             sys.path.insert(0, folder)
         for route, spec in routes.items():
-            self.factories[route] = _import_target(str(spec), route, f"{path} [tool.dsh_replay.routes]")
+            self.factories[route] = import_target(str(spec), route, f"{path} [tool.dsh_replay.routes]")
             self.sources[route] = f"{path}: {spec}"
 
     def routes(self) -> list[str]:

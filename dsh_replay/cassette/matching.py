@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .store import Interaction
 
-__all__ = ["Matcher", "body_matcher", "default_matchers", "describe_mismatch"]
+__all__ = ["Matcher", "body_matcher", "changed_fields", "default_matchers", "describe_mismatch"]
 
 
 def body_matcher(r1: VcrRequest, r2: VcrRequest) -> None:
@@ -54,7 +54,8 @@ def _json_or_none(body: bytes | None) -> Any:
         return None
 
 
-def _changed_fields(old: Any, new: Any, where: str = "") -> list[str]:
+def changed_fields(old: Any, new: Any, where: str = "") -> list[str]:
+    """The dotted paths (``messages[1].content``) at which two JSON values differ."""
     if isinstance(old, dict) and isinstance(new, dict):
         out: list[str] = []
         for key in sorted(set(old) | set(new), key=str):
@@ -62,7 +63,7 @@ def _changed_fields(old: Any, new: Any, where: str = "") -> list[str]:
             if key not in old or key not in new:
                 out.append(path)
             else:
-                out += _changed_fields(old[key], new[key], path)
+                out += changed_fields(old[key], new[key], path)
         return out
     if isinstance(old, list) and isinstance(new, list):
         out = []
@@ -71,7 +72,7 @@ def _changed_fields(old: Any, new: Any, where: str = "") -> list[str]:
             if position >= len(old) or position >= len(new):
                 out.append(path)
             else:
-                out += _changed_fields(old[position], new[position], path)
+                out += changed_fields(old[position], new[position], path)
         return out
     return [] if old == new else [where or "<body>"]
 
@@ -103,7 +104,7 @@ def describe_mismatch(request: VcrRequest, recorded: Sequence[Interaction], matc
         f"differs in: {', '.join(parts) or 'nothing the matchers see'}",
     ]
     if "body" in parts:
-        fields = _changed_fields(_json_or_none(closest.request.body), _json_or_none(request.body))
+        fields = changed_fields(_json_or_none(closest.request.body), _json_or_none(request.body))
         if fields:
             lines.append(f"changed JSON fields: {', '.join(fields[:12])}")
         diff = difflib.unified_diff(

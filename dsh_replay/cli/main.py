@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import TextIO
+from typing import Any, TextIO
 
 from .._version import __version__
 from ..errors import DshReplayError
@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "trace": "feed a raw provider body (SSE or NDJSON) through a route's adapter, offline",
     "diff": "compare two chunk files block by block",
     "show": "the timeline of a cassette: requests, fragments with timing, resulting chunks",
+    "conform": "run the conformance suite (bundled cassettes, fault matrix) against your adapter",
     "scan": "look for credentials in cassettes and goldens",
     "record": "record one live call into a cassette and its golden",
     "routes": "list the routes known from built-ins and configuration",
@@ -60,11 +61,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             commands.add_parser(name, help=summary)
             continue
         module = _module(name)
-        command = commands.add_parser(
-            name, help=summary, description=module.DESCRIPTION, epilog=f"example:\n  {module.EXAMPLE}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        module.add_arguments(command)
+        module.add_arguments(commands.add_parser(name, help=summary, **_help_of(module)))
     return parser
 
 
@@ -76,13 +73,33 @@ def _command_named(argv: Sequence[str]) -> str:
     return ""
 
 
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of one command on its own (``dsh-replay NAME``)."""
+    module = _module(name)
+    parser = argparse.ArgumentParser(prog=f"dsh-replay {name}", **_help_of(module))
+    module.add_arguments(parser)
+    return parser
+
+
+def _help_of(module: ModuleType) -> dict[str, Any]:
+    return {"description": module.DESCRIPTION, "epilog": f"example:\n  {module.EXAMPLE}",
+            "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
 def _parse(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> argparse.Namespace | int:
     """The parsed arguments, or the exit code when argparse stopped (--help, --version, a usage error)."""
     words = list(sys.argv[1:] if argv is None else argv)
+    command = _command_named(words)
     try:
         # argparse prints help to stdout and usage errors to stderr: send both where the caller wants
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            return build_parser(only=_command_named(words)).parse_args(words)
+            if not command or words[0] != command:
+                return build_parser(only=command).parse_args(words)
+            # intermixed: paths may follow options (`conform X --route openai cassettes/mine`), as
+            # they may in most command lines; a subparser could not take them after an option
+            args = command_parser(command).parse_intermixed_args(words[1:])
+            args.command = command
+            return args
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
 

@@ -1,0 +1,113 @@
+"""``dsh-replay conform``: the conformance suite against an adapter of one's own."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+
+from ..adapters.route_table import import_target
+from ..cassette.files import atomic_write
+from ..conformance import CaseVerdict, build_cases, run_case
+from ..errors import ConfigError
+from .check import render_table
+
+__all__ = ["run_conform", "write_junit"]
+
+DESCRIPTION = (
+    "Replay every cassette of ROUTE (the bundled ones, or those under PATHS) through the adapter\n"
+    "TARGET names, under the recorded, bytes and two random fragmentations; compare with the goldens;\n"
+    "run rules P1-P12; then run the fault matrix: truncations, a connection reset, a stall past the\n"
+    "read timeout, HTTP 400/401/403/404/429/500/503/529 with the provider's own error body and a\n"
+    "mid-stream error event, each of which must raise the typed error (never hang, never finish).\n"
+    "TARGET is module:attribute, a class or factory called as ATTR(api_key=..., base_url=...).\n"
+    "Requests are matched on method and path; body differences are notes unless --strict-requests.\n"
+    "One row per case, then a summary. Exit 1 if any case fails."
+)
+EXAMPLE = "dsh-replay conform mypackage.adapter:MyAdapter --route openai"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="TARGET", help="module:attribute of the adapter class or factory")
+    parser.add_argument("paths", nargs="*", metavar="PATHS", help="cassettes or folders (default: the bundled ones)")
+    parser.add_argument("--route", required=True, help="the route whose cassettes and error shapes to use")
+    parser.add_argument("--strict-requests", action="store_true",
+                        help="fail a case whose request body differs from the recorded one")
+    parser.add_argument("-k", dest="only", default=None, metavar="TEXT", help="run only the cases whose id contains TEXT")
+    parser.add_argument("--junit-xml", default=None, metavar="FILE", help="also write the results as JUnit XML")
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    return run_conform(args.target, args.route, args.paths, out, strict_requests=args.strict_requests,
+                       only=args.only, junit_xml=args.junit_xml)
+
+
+def load_target(spec: str) -> Callable[..., Any]:
+    """The adapter class or factory ``module:attribute`` names, importable from the current folder."""
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    return import_target(spec, "conform", "dsh-replay conform TARGET")
+
+
+def run_conform(target: str, route: str, paths: Sequence[str], out: TextIO, *, strict_requests: bool = False,
+                only: str | None = None, junit_xml: str | None = None) -> int:
+    factory = load_target(target)
+    cases = build_cases(route, paths)
+    if only is not None:
+        cases = [case for case in cases if only in case.id]
+        if not cases:
+            raise ConfigError(f"-k {only!r} matches no case of route {route!r}")
+    results: list[tuple[CaseVerdict, float]] = []
+    for case in cases:
+        started = time.perf_counter()
+        verdict = anyio.run(functools.partial(run_case, factory, case, strict_requests=strict_requests))
+        results.append((verdict, time.perf_counter() - started))
+    rows = [[v.case.id, _status(v), _first_line(v.case.skip or v.problem or "; ".join(v.notes))] for v, _ in results]
+    out.write(render_table(["case", "verdict", "detail"], rows))
+    failed = [v for v, _ in results if v.problem]
+    for verdict in failed:
+        if "\n" in verdict.problem:
+            out.write(f"\n{verdict.case.id}:\n{verdict.problem.rstrip()}\n")
+    skipped = sum(1 for v, _ in results if v.case.skip)
+    passed = len(results) - len(failed) - skipped
+    out.write(f"\n{len(results)} cases: {passed} passed, {len(failed)} failed, {skipped} skipped "
+              f"(route {route}, adapter {target})\n")
+    if junit_xml:
+        write_junit(Path(junit_xml), f"conform {route} {target}", results)
+    return 1 if failed else 0
+
+
+def _status(verdict: CaseVerdict) -> str:
+    if verdict.case.skip:
+        return "skip"
+    return "FAIL" if verdict.problem else "ok"
+
+
+def _first_line(text: str, width: int = 110) -> str:
+    line = text.split("\n", 1)[0]
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def write_junit(path: Path, name: str, results: Sequence[tuple[CaseVerdict, float]]) -> None:
+    """The results as one JUnit ``testsuite``: classname = route, name = case id."""
+    failures = sum(1 for v, _ in results if v.problem)
+    skipped = sum(1 for v, _ in results if v.case.skip)
+    suite = ET.Element("testsuite", name=name, tests=str(len(results)), failures=str(failures),
+                       errors="0", skipped=str(skipped), time=f"{sum(s for _, s in results):.3f}")
+    for verdict, seconds in results:
+        case = ET.SubElement(suite, "testcase", classname=verdict.case.route, name=verdict.case.id,
+                             time=f"{seconds:.3f}")
+        if verdict.case.skip:
+            ET.SubElement(case, "skipped", message=verdict.case.skip)
+        elif verdict.problem:
+            ET.SubElement(case, "failure", message=_first_line(verdict.problem, 500)).text = verdict.problem
+        if verdict.notes:
+            ET.SubElement(case, "system-out").text = "\n".join(verdict.notes)
+    atomic_write(path, ET.tostring(suite, encoding="utf-8", xml_declaration=True) + b"\n")

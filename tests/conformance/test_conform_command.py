@@ -1,0 +1,135 @@
+"""``dsh-replay conform`` as a user runs it: a subprocess, exit codes, rows, JUnit XML."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from dsh_replay.adapters import BUILTIN_ROUTES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def conform(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "dsh_replay", "conform", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def rows(stdout: str) -> dict[str, tuple[str, str]]:
+    """case id -> (verdict, detail) from the table."""
+    table: dict[str, tuple[str, str]] = {}
+    for line in stdout.splitlines()[2:]:
+        if not line.strip():
+            break
+        case, verdict, *detail = line.split(maxsplit=2)
+        table[case] = (verdict, detail[0] if detail else "")
+    return table
+
+
+@pytest.mark.parametrize("route", sorted(BUILTIN_ROUTES))
+def test_every_shipped_adapter_conforms(route: str) -> None:
+    _, name, _ = BUILTIN_ROUTES[route]
+    result = conform(f"dsh_replay.adapters:{name}", "--route", route)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    table = rows(result.stdout)
+    assert {"text[recorded]", "text[bytes]", "text[random-1]", "text[random-2]", "fault-reset", "fault-stall",
+            "fault-429", "fault-529", "fault-error-event", "fault-truncate-middle"} <= set(table)
+    assert {verdict for verdict, _ in table.values()} == {"ok"}
+    cassettes = len(list((ROOT / "cassettes" / route).glob("*.yaml")))
+    assert sum(1 for case in table if "[" in case) == 4 * cassettes
+    assert f"{len(table)} cases: {len(table)} passed, 0 failed, 0 skipped" in result.stdout
+
+
+def test_an_adapter_that_drops_block_ends_fails_with_the_rule_named() -> None:
+    result = conform("tests.conformance.bad_adapters:DropsBlockEnd", "--route", "openai")
+    assert result.returncode == 1, result.stderr
+    table = rows(result.stdout)
+    verdict, detail = table["text[bytes]"]
+    assert verdict == "FAIL"
+    assert detail.startswith("P8 at chunk") and "still open" in detail
+    assert table["parallel-tool-calls[recorded]"][1].startswith("P3 at chunk")
+
+
+def test_an_adapter_that_swallows_errors_into_a_finish_fails_every_fault() -> None:
+    result = conform("tests.conformance.bad_adapters:SwallowsErrors", "--route", "openai")
+    assert result.returncode == 1
+    table = rows(result.stdout)
+    faults = {case: row for case, row in table.items() if case.startswith("fault-")}
+    assert len(faults) == 3 + 2 + 8 + 1  # truncations, reset, stall, statuses, error event
+    for case, (verdict, detail) in faults.items():
+        assert verdict == "FAIL", case
+        assert detail.startswith("forged finish: the stream finished (stop) where"), (case, detail)
+    assert "RateLimitError was expected" in faults["fault-429"][1]
+    assert "AuthenticationError was expected" in faults["fault-401"][1]
+    # the cassettes that really finish still pass: the suite blames the fault handling only
+    assert table["text[recorded]"][0] == "ok"
+
+
+def test_request_body_differences_are_notes_unless_strict() -> None:
+    lenient = conform("tests.conformance.bad_adapters:SendsExtraField", "--route", "openai", "-k", "text[")
+    assert lenient.returncode == 0, lenient.stdout
+    assert "request body of POST /v1/chat/completions differs from the recorded one in: user" in lenient.stdout
+    strict = conform("tests.conformance.bad_adapters:SendsExtraField", "--route", "openai", "-k", "text[",
+                     "--strict-requests")
+    assert strict.returncode == 1
+    assert rows(strict.stdout)["text[bytes]"] == (
+        "FAIL", "request body of POST /v1/chat/completions differs from the recorded one in: user (strict requests)"
+    )
+
+
+def test_junit_xml_has_one_testcase_per_case(tmp_path: Path) -> None:
+    report = tmp_path / "conform.xml"
+    result = conform("tests.conformance.bad_adapters:SwallowsErrors", "--route", "openai", "--junit-xml",
+                     str(report))
+    assert result.returncode == 1
+    suite = ET.parse(report).getroot()
+    cases = suite.findall("testcase")
+    assert suite.tag == "testsuite" and int(suite.get("tests", "")) == len(cases) == len(rows(result.stdout))
+    failed = [c for c in cases if c.find("failure") is not None]
+    assert int(suite.get("failures", "")) == len(failed) == 22
+    by_name = {c.get("name"): c for c in cases}
+    assert by_name["fault-429"].get("classname") == "openai"
+    failure = by_name["fault-429"].find("failure")
+    assert failure is not None and "forged finish" in failure.get("message", "")
+    assert by_name["text[recorded]"].find("failure") is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["no_such_module:Adapter", "--route", "openai"], "cannot import 'no_such_module'"),
+        (["dsh_replay.adapters:NoSuchAdapter", "--route", "openai"], "dsh_replay.adapters has no 'NoSuchAdapter'"),
+        (["dsh_replay.adapters", "--route", "openai"], "must name 'package.module:AdapterClass'"),
+        (["dsh_replay.adapters:OpenAIChatAdapter", "--route", "cohere"], "no bundled cassettes for route 'cohere'"),
+        (["dsh_replay.adapters:OpenAIChatAdapter", "--route", "openai", "missing/folder"],
+         "missing/folder: no such file or folder"),
+        (["dsh_replay.adapters:OpenAIChatAdapter", "--route", "openai", "-k", "nothing-like-this"],
+         "-k 'nothing-like-this' matches no case"),
+        (["dsh_replay.adapters:OpenAIChatAdapter", "--route", "openai", "cassettes/anthropic"],
+         "no cassette of route 'openai' in cassettes/anthropic"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = conform(*args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("dsh-replay: error: ") and message in result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("builtins:dict", "builtins:dict(...) gave dict, which has no stream(options) method"),
+        ("dsh_replay.errors:ConfigError", "cannot build the adapter as dsh_replay.errors:ConfigError(api_key=...)"),
+    ],
+)
+def test_an_adapter_that_cannot_be_built_is_named(target: str, message: str) -> None:
+    result = conform(target, "--route", "openai", "-k", "text[recorded]")
+    assert result.returncode == 2
+    assert message in result.stderr
