@@ -70,12 +70,16 @@ def test_every_documented_command_exists() -> None:
 def test_every_documented_option_exists(pytestconfig: pytest.Config) -> None:
     section = README.split("## pytest options and marker", 1)[1].split("\n## ", 1)[0]
     options = set(re.findall(r"`(--[a-z-]+)", section))
-    inis = set(re.findall(r"`(dsh_replay_\w+)`", section))
+    fixtures = {"dsh_replay_config", "dsh_replay_record_mode"}
+    inis = set(re.findall(r"`(dsh_replay_\w+)`", section)) - fixtures
     assert options == {"--record-mode", "--update-golden", "--prune-unused", "--replay-fragmentation", "--replay-speed"}
     for option in options:
         assert pytestconfig.getoption(option.lstrip("-").replace("-", "_"), default="missing") != "missing"
     for name in inis:
         pytestconfig.getini(name)  # raises ValueError for an unknown ini name
+    for name in fixtures:
+        assert f"`{name}`" in section
+        assert name in pytestconfig.pluginmanager.get_plugin("dsh_replay").__dict__  # a fixture of the plugin
 
 
 def test_every_dependency_is_explained() -> None:

@@ -30,7 +30,9 @@ from typing import Any
 from .._version import __version__
 from ..errors import CassetteError
 from ..protocol.options import GenerateOptions
+from .config import active
 from .files import unwritable_reason
+from .filters import RecordFilters
 from .intercept import (
     Recorder,
     active_handlers,
@@ -51,13 +53,19 @@ from .store import (
 
 __all__ = ["CassetteSession", "use_cassette"]
 
-def _vcr_request(request: Any, scrubber: Scrubber) -> tuple[Any, int]:
+def _vcr_request(request: Any, scrubber: Scrubber, filters: RecordFilters) -> tuple[Any, int]:
+    """The request as it is matched and recorded (None: ``before_record_request`` ignores it)."""
     from vcr.request import Request as VcrRequest
 
     uri, scrubbed = scrubber.uri(str(request.url))
     headers, count = scrubber.headers(request.headers.multi_items(), scrubber.request_headers)
     body = scrubber.body("request", request.content)
-    return VcrRequest(request.method, uri, body, dict(headers)), scrubbed + count
+    if filters:
+        uri, headers, body = filters.uri(uri), filters.header_items(headers), filters.request_body(body)
+    wanted = VcrRequest(request.method, uri, body, dict(headers))
+    if filters.before_record_request is not None:
+        wanted = filters.before_record_request(wanted)
+    return wanted, scrubbed + count
 
 
 def _check_arguments(path: object, **named: object) -> None:
@@ -69,6 +77,7 @@ def _check_arguments(path: object, **named: object) -> None:
         "options": (GenerateOptions, "GenerateOptions"),
         "scrubber": (Scrubber, "a Scrubber"),
         "fault": (Fault, "a Fault"),
+        "filters": (RecordFilters, "RecordFilters"),
     }
     for name, (kind, what) in kinds.items():
         value = named[name]
@@ -121,8 +130,11 @@ class CassetteSession:
         scrubber: Scrubber | None = None,
         matchers: Sequence[Matcher] | None = None,
         fault: Fault | None = None,
+        filters: RecordFilters | None = None,
+        cassette: Cassette | None = None,
     ) -> None:
-        _check_arguments(path, route=route, options=options, scrubber=scrubber, matchers=matchers, fault=fault)
+        _check_arguments(path, route=route, options=options, scrubber=scrubber, matchers=matchers, fault=fault,
+                         filters=filters)
         self.path = Path(path)
         self.record_mode = RecordMode.parse(record_mode)
         self.route = route
@@ -132,6 +144,7 @@ class CassetteSession:
         self.scrubber = scrubber or Scrubber()
         self.matchers = list(matchers if matchers is not None else default_matchers())
         self.fault = fault
+        self.filters = filters or RecordFilters()
         self.played = 0
         self.recorded = 0
         self.scrubbed = 0
@@ -144,12 +157,12 @@ class CassetteSession:
         self._recorders: list[Recorder] = []
         self._can_replay = True
         self._can_record = False
-        self.cassette = self._open()
+        self.cassette = self._open(cassette)
         self._loaded = list(self.cassette.interactions)
 
     # -- set-up --------------------------------------------------------------------
 
-    def _open(self) -> Cassette:
+    def _open(self, loaded: Cassette | None) -> Cassette:
         mode, exists = self.record_mode, self.path.exists()
         if mode is RecordMode.NONE and not exists:
             raise CassetteError(
@@ -164,7 +177,7 @@ class CassetteSession:
             self._can_replay = mode is RecordMode.NONE
             self._can_record = mode is not RecordMode.NONE
             return Cassette(path=self.path, metadata=self._metadata())
-        cassette = Cassette.load(self.path)
+        cassette = loaded if loaded is not None else Cassette.load(self.path)
         self._can_replay = mode is not RecordMode.ALL
         self._can_record = mode in (RecordMode.NEW_EPISODES, RecordMode.ALL)
         if self._can_replay and self.fault is not None:
@@ -188,7 +201,10 @@ class CassetteSession:
         return [i for i in self._loaded if not i.played] if self._can_replay else []
 
     def handle(self, request: Any, inner: Any, lib: types.ModuleType, is_async: bool) -> Any:
-        wanted, scrubbed = _vcr_request(request, self.scrubber)
+        wanted, scrubbed = _vcr_request(request, self.scrubber, self.filters)
+        if wanted is None:
+            # vcrpy's way: a request the hook ignores goes out as it is, recorded and replayed never
+            return inner.handle_async_request(request) if is_async else inner.handle_request(request)
         if self._can_replay:
             for position, interaction in enumerate(self._loaded):
                 if not interaction.played and self._matches(wanted, interaction):
@@ -226,6 +242,7 @@ class CassetteSession:
 
     def _start_recording(self, response: Any, wanted: Any) -> Recorder:
         headers, count = self.scrubber.headers(response.headers.multi_items(), self.scrubber.response_headers)
+        headers = self.filters.header_items(headers) if self.filters else headers
         self.scrubbed += count
         interaction = Interaction(
             request=wanted, status=response.status_code, reason=response.reason_phrase, headers=headers, body=b"",
@@ -236,7 +253,13 @@ class CassetteSession:
         return recorder
 
     def _recorded(self, interaction: Interaction) -> None:
-        filtered = self.scrubber.body("response", interaction.body)
+        filtered = self.filters.response_body(self.scrubber.body("response", interaction.body))
+        if self.filters.before_record_response is not None:
+            kept = self.filters.response_hook(interaction, filtered, self.path)
+            if kept is None:
+                self.cassette.interactions.remove(interaction)
+                return
+            filtered = kept
         if filtered != interaction.body:
             if len(filtered) != len(interaction.body) and interaction.fragments:
                 # a filter changed the length: fragment boundaries no longer apply
@@ -290,38 +313,64 @@ class use_cassette:  # lower-case: it reads like vcrpy's vcr.use_cassette
     """Record or replay every httpx/httpx2 request made inside the block.
 
     Usable as ``with use_cassette(...) as session:`` and ``async with``. See
-    :class:`CassetteSession` for the arguments; ``record_mode`` defaults to
-    ``none`` so nothing reaches the network unless asked.
+    :class:`CassetteSession` for the arguments. Inside a pytest run, what is
+    not given comes from the test's configuration (``--record-mode``, the
+    ini, ``dsh_replay_config``): its record mode, cassette folder for a
+    relative path, fragmentation, speed, matchers and filters. Outside pytest
+    the record mode is ``none``, so nothing reaches the network unless asked.
     """
 
     def __init__(
         self,
         path: str | Path,
-        record_mode: str | RecordMode = "none",
+        record_mode: str | RecordMode | None = None,
         *,
         route: str | None = None,
         options: GenerateOptions | None = None,
-        fragmentation: str | Fragmentation = "recorded",
-        speed: float = 0.0,
+        fragmentation: str | Fragmentation | None = None,
+        speed: float | None = None,
         scrubber: Scrubber | None = None,
         matchers: Sequence[Matcher] | None = None,
         fault: Fault | None = None,
+        filters: RecordFilters | None = None,
+        cassette: Cassette | None = None,
     ) -> None:
-        self._args = (path, record_mode)
+        self._path, self._record_mode = path, record_mode
         self._kwargs: dict[str, Any] = {
             "route": route, "options": options, "fragmentation": fragmentation, "speed": speed,
-            "scrubber": scrubber, "matchers": matchers, "fault": fault,
+            "scrubber": scrubber, "matchers": matchers, "fault": fault, "filters": filters,
+            "cassette": cassette,
         }
         self.session: CassetteSession | None = None
         self._active = False
 
+    def _arguments(self) -> tuple[tuple[Any, Any], dict[str, Any]]:
+        """The session's arguments: those given, then the running test's configuration, then the defaults."""
+        config = active()
+        path, mode, kwargs = self._path, self._record_mode, dict(self._kwargs)
+        if config is not None:
+            if config.cassette_dir is not None and isinstance(path, (str, Path)) and not Path(path).is_absolute():
+                path = config.cassette_dir / path
+            mode = config.record_mode if mode is None else mode
+            for name in ("fragmentation", "speed"):
+                if kwargs[name] is None:
+                    kwargs[name] = getattr(config, name)
+            if kwargs["matchers"] is None:
+                kwargs["matchers"] = config.matchers()
+            if kwargs["filters"] is None:
+                kwargs["filters"] = config.filters
+        kwargs["fragmentation"] = "recorded" if kwargs["fragmentation"] is None else kwargs["fragmentation"]
+        kwargs["speed"] = 0.0 if kwargs["speed"] is None else kwargs["speed"]
+        return (path, RecordMode.NONE if mode is None else mode), kwargs
+
     def __enter__(self) -> CassetteSession:
         if self._active:
             raise CassetteError(
-                f"use_cassette({str(self._args[0])!r}) is already active: one use_cassette serves one block "
+                f"use_cassette({str(self._path)!r}) is already active: one use_cassette serves one block "
                 "at a time; make another for a nested block"
             )
-        session = CassetteSession(*self._args, **self._kwargs)
+        args, kwargs = self._arguments()
+        session = CassetteSession(*args, **kwargs)
         taken = _sessions_using(session.path)
         if taken:
             # two sessions writing one file: the outer's write would replace the inner's recording

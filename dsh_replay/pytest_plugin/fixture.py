@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from ..cassette.config import RecordingConfig
 from ..cassette.files import atomic_write
 from ..cassette.golden import golden_path_for
 from ..cassette.pacing import Fragmentation, parse_speed
@@ -43,6 +44,7 @@ class MarkerOptions:
 
     cassette: str | None = None
     route: str | None = None
+    record_mode: str | None = None
     fragmentation: str | None = None
     speed: float | None = None
     allow_interleaving: bool = False
@@ -77,6 +79,11 @@ class MarkerOptions:
         for name in ("allow_interleaving", "json_arguments", "golden", "allow_unplayed", "expect_error"):
             if not isinstance(getattr(self, name), bool):
                 raise pytest.UsageError(f"{where}: dsh_replay marker argument {name} must be True or False")
+        if self.record_mode is not None:
+            try:
+                RecordMode.parse(self.record_mode)
+            except CassetteError as exc:
+                raise pytest.UsageError(f"{where}: dsh_replay marker argument record_mode: {exc}") from None
         for name in ("cassette", "route"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
@@ -131,15 +138,17 @@ def _cassette_name_problem(name: str) -> str | None:
     return None
 
 
-def cassette_path_for(item: pytest.Item, settings: Settings, options: MarkerOptions) -> Path:
+def cassette_path_for(item: pytest.Item, settings: Settings, options: MarkerOptions,
+                      cassette_dir: Path | None = None) -> Path:
     """``<cassette dir>/<module stem>/<cassette name>.yaml`` for one test.
 
     The cassette dir is ``cassettes/`` next to the test module unless the ini
-    ``dsh_replay_cassette_dir`` names one; the marker's ``cassette`` may be a
-    name, a relative path or an absolute path.
+    ``dsh_replay_cassette_dir`` (or ``cassette_dir``, the test's configuration)
+    names one; the marker's ``cassette`` may be a name, a relative path or an
+    absolute path.
     """
     module = Path(str(item.path))
-    folder = (settings.cassette_dir or module.parent / "cassettes") / module.stem
+    folder = (cassette_dir or settings.cassette_dir or module.parent / "cassettes") / module.stem
     name = options.cassette or cassette_name(item)
     path = Path(name) if Path(name).is_absolute() else folder / name
     return path if path.suffix in (".yaml", ".yml") else path.with_name(path.name + ".yaml")
@@ -179,12 +188,15 @@ def _failure(message: str) -> BaseException:
 class DshReplay:
     """The object the ``dsh_replay`` fixture gives a test."""
 
-    def __init__(self, item: pytest.Item, settings: Settings, tally: Tally) -> None:
+    def __init__(self, item: pytest.Item, settings: Settings, tally: Tally, config: RecordingConfig) -> None:
         self._item = item
         self._settings = settings
         self._tally = tally
+        self._config = config
         self.options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
-        self.cassette_path = cassette_path_for(item, settings, self.options)
+        self.cassette_path = cassette_path_for(item, settings, self.options, config.cassette_dir)
+        if config.cassette_dir is not None and config.cassette_dir != settings.cassette_dir:
+            tally.configured_folder(self.cassette_path)
         self.golden_path = golden_path_for(self.cassette_path)
         self.turn: Turn | None = None
         self._context: use_cassette | None = None
@@ -197,14 +209,16 @@ class DshReplay:
     # -- running ---------------------------------------------------------------
 
     def _open(self, adapter: LlmAdapter, options: GenerateOptions, route: str | None) -> Any:
-        settings = self._settings
+        settings, config = self._settings, self._config
         self._context = use_cassette(
             self.cassette_path,
-            settings.effective_mode,
+            config.record_mode,
             route=route,
             options=options,
-            fragmentation=self.options.fragmentation or settings.fragmentation,
-            speed=self.options.speed if self.options.speed is not None else settings.speed,
+            fragmentation=config.fragmentation,
+            speed=config.speed,
+            matchers=config.matchers(),
+            filters=config.filters,
         )
         try:
             session = self._context.__enter__()
@@ -212,7 +226,7 @@ class DshReplay:
         except CassetteError as exc:
             self._context = None
             hint = ""
-            if settings.ci and settings.record_mode is not settings.effective_mode:
+            if settings.ci and settings.record_mode is not config.record_mode:
                 hint = f"\n(--record-mode={settings.record_mode.value} does not record because CI is set: CI only replays)"
             raise _failure(f"{exc}{hint}") from None
         base_url = getattr(adapter, "base_url", None)

@@ -24,8 +24,14 @@ from .items import (
     Collected,
     is_collectable,
 )
+
+# the fixtures of per-test configuration are the plugin's: re-exported for pytest to find here
+from .per_test import _dsh_replay_active_config as _dsh_replay_active_config
+from .per_test import configuration_of
+from .per_test import dsh_replay_config as dsh_replay_config
+from .per_test import dsh_replay_record_mode as dsh_replay_record_mode
 from .report import RunScope, Tally
-from .settings import Settings, add_options
+from .settings import GIVEN_MODE_OPTION, Settings, add_options
 
 _SCOPE = pytest.StashKey[RunScope]()
 _CALL_OUTCOME = pytest.StashKey[str]()
@@ -49,12 +55,18 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "dsh_replay(cassette=None, route=None, fragmentation=None, speed=None, allow_interleaving=False, "
+        "dsh_replay(cassette=None, route=None, record_mode=None, fragmentation=None, speed=None, allow_interleaving=False, "
         "json_arguments=True, golden=True, allow_unplayed=False, expect_error=False): "
         "options of the dsh_replay fixture for this test",
     )
     config.addinivalue_line("markers", "dsh_replay_case: a test item replaying one cassette (collected)")
-    config.stash[SETTINGS_KEY] = Settings.from_config(config)
+    settings = config.stash[SETTINGS_KEY] = Settings.from_config(config)
+    # whether it was given travels to xdist's workers with the options
+    setattr(config.option, GIVEN_MODE_OPTION, settings.record_mode.value if settings.record_mode_given else None)
+    if not _pytest_recording_active(config.pluginmanager) and config.option.record_mode is None:
+        # our own option answers config.getoption("--record-mode") with the run's mode; pytest-recording's
+        # is left alone, so its cassettes keep the mode it gives them
+        config.option.record_mode = settings.record_mode.value
     config.stash[TALLY_KEY] = Tally()
     config.stash[COLLECTED_KEY] = Collected()
     if getattr(config, "workerinput", None) is None:
@@ -150,7 +162,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
 def dsh_replay(request: pytest.FixtureRequest) -> Iterator[DshReplay]:
     """Run an adapter inside this test's cassette: ``chunks = await dsh_replay.stream(adapter, options)``."""
     config = request.config
-    replay = DshReplay(request.node, config.stash[SETTINGS_KEY], config.stash[TALLY_KEY])
+    replay = DshReplay(request.node, config.stash[SETTINGS_KEY], config.stash[TALLY_KEY], configuration_of(request))
     yield replay
     # failed, skipped, xfailed, or never got to a report (Ctrl-C): not passed, so nothing is written
     replay.close(outcome=request.node.stash.get(_CALL_OUTCOME, "interrupted"))

@@ -82,6 +82,12 @@ class Tally:
     #: golden path → why it was not written ("test failed", "test skipped", ...)
     unwritten: dict[str, str] = field(default_factory=dict)
     deselected: int = 0
+    #: folders a test's dsh_replay_config chose: a skipped test there opens no fixture, so nothing
+    #: tells which of their cassettes it owns, and they are never listed or pruned
+    configured: set[str] = field(default_factory=set)
+
+    def configured_folder(self, cassette: Path) -> None:
+        self.configured.add(str(cassette.resolve().parent))
 
     def expect(self, cassette: Path) -> None:
         """A collected test will open ``cassette`` (whether or not it gets to run)."""
@@ -111,6 +117,7 @@ class Tally:
             "kept": sorted(self.kept),
             "unwritten": dict(sorted(self.unwritten.items())),
             "deselected": self.deselected,
+            "configured": sorted(self.configured),
         }
 
     def merge(self, data: dict[str, Any]) -> None:
@@ -122,6 +129,7 @@ class Tally:
         self.kept.update(data.get("kept", ()))
         self.unwritten.update(data.get("unwritten", {}))
         self.deselected += int(data.get("deselected", 0))
+        self.configured.update(data.get("configured", ()))
 
     def unused(self) -> tuple[list[Path], list[Path]]:
         """(goldens no test compared, cassettes of ours no test used) in the folders the run touched.
@@ -131,7 +139,7 @@ class Tally:
         goldens: list[Path] = []
         cassettes: list[Path] = []
         known = self.cassettes | self.expected | self.kept
-        for folder in sorted(self.folders):
+        for folder in sorted(self.folders - self.configured):
             try:
                 paths = sorted(Path(folder).iterdir())
             except OSError:

@@ -88,6 +88,23 @@ def _parse(parse: Callable[[str], T], value: str, where: str) -> T:
         raise pytest.UsageError(f"dsh-replay: {where}: {exc}") from None
 
 
+#: where the controller leaves whether --record-mode was given; xdist hands the options to its workers
+GIVEN_MODE_OPTION = "dsh_replay_given_record_mode"
+
+
+def command_line_record_mode(config: pytest.Config) -> str | None:
+    """``--record-mode`` as given on the command line (or in addopts), None when it was not given.
+
+    Both plugins that define the option default it to None; once the run's mode
+    is filled in (see ``pytest_configure``), the flag saved beside it tells.
+    """
+    if hasattr(config.option, GIVEN_MODE_OPTION):
+        given: str | None = getattr(config.option, GIVEN_MODE_OPTION)
+        return given
+    value = config.getoption("record_mode", default=None)
+    return None if value is None else str(value)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     record_mode: RecordMode
@@ -101,6 +118,13 @@ class Settings:
     ci: bool
     #: where ``record_mode`` came from: ``--record-mode`` or ``ini dsh_replay_record_mode``
     record_mode_from: str = "--record-mode"
+    #: the replay settings the command line gave (they win over every per-test layer)
+    given: frozenset[str] = frozenset()
+
+    @property
+    def record_mode_given(self) -> bool:
+        """Was it the command line's? Then it wins over every per-test setting."""
+        return self.record_mode_from.startswith("--")
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -111,10 +135,16 @@ class Settings:
                 return str(value), "--" + option.replace("_", "-")
             return str(config.getini(ini)).strip(), f"ini {ini}"
 
-        mode_text, mode_from = pick("record_mode", "dsh_replay_record_mode")
+        given = command_line_record_mode(config)
+        if given is not None:
+            mode_text, mode_from = given, "--record-mode"
+        else:
+            mode_text, mode_from = str(config.getini("dsh_replay_record_mode")).strip(), "ini dsh_replay_record_mode"
         record_mode = _parse(RecordMode.parse, mode_text, mode_from)
-        fragmentation = _parse(Fragmentation.parse, *pick("replay_fragmentation", "dsh_replay_fragmentation"))
-        speed = _parse(parse_speed, *pick("replay_speed", "dsh_replay_speed"))
+        fragmentation_text, fragmentation_from = pick("replay_fragmentation", "dsh_replay_fragmentation")
+        fragmentation = _parse(Fragmentation.parse, fragmentation_text, fragmentation_from)
+        speed_text, speed_from = pick("replay_speed", "dsh_replay_speed")
+        speed = _parse(parse_speed, speed_text, speed_from)
         root = config.rootpath
         cassette_dir = str(config.getini("dsh_replay_cassette_dir")).strip()
         plugins = str(config.getini("dsh_replay_plugins")).strip()
@@ -129,6 +159,8 @@ class Settings:
             plugins=(root / plugins) if plugins else None,
             ci=ci_is_set(),
             record_mode_from=mode_from,
+            given=frozenset(name for name, source in (("fragmentation", fragmentation_from), ("speed", speed_from))
+                            if source.startswith("--")),
         )
         settings.refuse_in_ci()
         return settings

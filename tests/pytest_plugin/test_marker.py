@@ -8,12 +8,21 @@ import os
 import pytest
 import yaml
 
-from .helpers import IMPORTS, SCRIPTED_SOURCE, echo_test, ndjson, provider, read_lines, streaming
+from .helpers import (
+    IMPORTS,
+    SCRIPTED_SOURCE,
+    echo_test,
+    ini,
+    ndjson,
+    provider,
+    read_lines,
+    streaming,
+)
 from .paced import recorded_gaps, requested_sleeps, use_recording_clock
 
 SCRIPTED_IMPORTS = IMPORTS + "from scripted_adapter import BAD_JSON_CALL, INTERLEAVED, scripted\n"
 
-VALID = "valid: cassette, route, fragmentation, speed, allow_interleaving, json_arguments, golden, allow_unplayed, expect_error"
+VALID = "valid: cassette, route, record_mode, fragmentation, speed, allow_interleaving, json_arguments, golden, allow_unplayed, expect_error"
 
 
 def marked(marker: str, name: str = "test_echo", text: str = "hi", body: str = "") -> str:
@@ -90,8 +99,11 @@ def teardown_module():
     monkeypatch.setenv("SIZES_OUT", str(project.path / "sizes.json"))
     body = ndjson("a", "b")
     record(project, monkeypatch, streaming(body))
-    project.runpytest("--replay-fragmentation=single").assert_outcomes(passed=1)  # the marker wins
+    project.makeini(ini("dsh_replay_fragmentation = single"))
+    project.runpytest().assert_outcomes(passed=1)  # the marker wins over the ini
     assert json.loads((project.path / "sizes.json").read_text()) == [1] * len(body)
+    project.runpytest("--replay-fragmentation=single").assert_outcomes(passed=1)  # the command line over both
+    assert json.loads((project.path / "sizes.json").read_text()) == [len(body)]
 
 
 def test_speed_replays_at_the_recorded_pace(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,8 +112,10 @@ def test_speed_replays_at_the_recorded_pace(project: pytest.Pytester, monkeypatc
     record(project, monkeypatch, streaming(ndjson("a", "b", "c"), delay=0.1))  # 3 pauses of 100 ms
     gaps = recorded_gaps(folder(project) / "test_echo.yaml")
     assert sum(gaps) >= 0.1  # at least part of them on record, however loaded the machine
-    # the marker wins: the replay sleeps through every recorded pause
-    assert requested_sleeps(project, "--replay-speed=0") == pytest.approx(gaps)
+    # the marker wins over the ini: the replay sleeps through every recorded pause
+    project.makeini(ini("dsh_replay_speed = 0"))
+    assert requested_sleeps(project) == pytest.approx(gaps)
+    assert requested_sleeps(project, "--replay-speed=0") == []  # the command line wins over the marker
 
 
 def test_allow_interleaving_relaxes_p3(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -120,13 +120,15 @@ def test_the_ini_twin_is_used_and_the_command_line_wins(project: pytest.Pytester
     assert sizes(project) == [len(BODY)]
 
 
-def test_the_marker_wins_over_the_command_line(project: pytest.Pytester, recorded: Path) -> None:
+def test_the_command_line_wins_over_the_marker(project: pytest.Pytester, recorded: Path) -> None:
     source = (project.path / "test_frag.py").read_text()
     (project.path / "test_frag.py").write_text(
         source.replace("@pytest.mark.asyncio", "@pytest.mark.asyncio\n@pytest.mark.dsh_replay(fragmentation='single')")
     )
-    project.runpytest("--replay-fragmentation=bytes").assert_outcomes(passed=1)
+    project.runpytest().assert_outcomes(passed=1)
     assert sizes(project) == [len(BODY)]
+    project.runpytest("--replay-fragmentation=bytes").assert_outcomes(passed=1)
+    assert sizes(project) == [1] * len(BODY)
 
 
 @pytest.mark.parametrize("bad", ["lines", "random:x", "bytes:2", ""])
