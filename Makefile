@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: check test lint bench clean
+.PHONY: check test lint bench report-screenshot clean
 
 # The main job: replay every bundled cassette through its adapter, check goldens
 # and the ordering rules, print a table.
@@ -20,6 +20,10 @@ lint: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/run.py
+
+# The report rendered in headless Chromium and checked not blank; fails (not skips) without Chromium.
+report-screenshot: $(VENV)/.installed-dev
+	DSH_REPLAY_REQUIRE_CHROMIUM=1 $(BIN)/python -m pytest tests/cli/test_report_screenshot.py -q -p no:randomly
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)

@@ -64,7 +64,11 @@ EventT = TypeVar("EventT")
 
 
 def parse_json(data: str | bytes, *, route: str, what: str = "event") -> Any:
-    """Parse one event payload; a payload that is not JSON is a MalformedStreamError."""
+    """Parse one event payload; a payload that is not JSON is a MalformedStreamError.
+
+    ``payload = parse_json(event.data, route=self.route)`` in a translator; the
+    error names ``what`` and shows the first bytes of the payload.
+    """
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -73,7 +77,11 @@ def parse_json(data: str | bytes, *, route: str, what: str = "event") -> Any:
 
 
 def count(value: object) -> int | None:
-    """A token count as the protocol wants it (int >= 0), or None when absent/odd."""
+    """A token count as the protocol wants it (int >= 0), or None when absent/odd.
+
+    ``Usage(input_tokens=count(usage.get("input_tokens")) or 0, ...)``: ``count(12)``
+    is 12; ``count(None)``, ``count(-1)``, ``count(True)`` and ``count("12")`` are None.
+    """
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
@@ -90,6 +98,10 @@ def merge_extra(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any
     One level deep so that ``{"generationConfig": {"topK": 3}}`` adds to the
     adapter's own ``generationConfig`` instead of replacing it; ``None`` so that
     a field a server rejects (``stream_options`` on some) can be dropped.
+
+    Example: ``merge_extra({"model": "m", "opts": {"a": 1}}, {"opts": {"b": 2}, "model": None})``
+    is ``{"opts": {"a": 1, "b": 2}}``. End a ``request_body`` with
+    ``return merge_extra(body, options.extra)``.
     """
     for key, value in extra.items():
         current = body.get(key)
@@ -103,7 +115,11 @@ def merge_extra(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any
 
 
 def history_arguments(arguments: str, name: str, *, provider: str) -> dict[str, Any]:
-    """A history tool call's JSON arguments as the object providers want back (``{}`` if empty)."""
+    """A history tool call's JSON arguments as the object providers want back (``{}`` if empty).
+
+    ``{"input": history_arguments(c.arguments, c.name, provider="Anthropic tool_use input")}``;
+    arguments that are not a JSON object raise :class:`ConfigError` naming the call.
+    """
     try:
         value = orjson.loads(arguments) if arguments.strip() else {}
     except orjson.JSONDecodeError:
@@ -133,6 +149,9 @@ class CutAwareSSEDecoder(SSEDecoder):
     blank line (some real bodies end so, e.g. Anthropic SDK fixtures). If that
     event's JSON is cut short, the connection was lost in the middle of it: an
     interrupted stream, not a malformed one.
+
+    Name it as the adapter's body framing: ``decoder_class = CutAwareSSEDecoder``.
+    ``feed(b'data: {"te')`` then ``flush()`` raises :class:`StreamInterruptedError`.
     """
 
     __slots__ = ()
@@ -147,7 +166,11 @@ class CutAwareSSEDecoder(SSEDecoder):
 
 
 class CutAwareNDJSONDecoder(NDJSONDecoder):
-    """An :class:`NDJSONDecoder` that calls a last line cut short (no LF, bad JSON) an interrupted stream."""
+    """An :class:`NDJSONDecoder` that calls a last line cut short (no LF, bad JSON) an interrupted stream.
+
+    Name it as the adapter's body framing: ``decoder_class = CutAwareNDJSONDecoder``;
+    each event handed to the translator is then one parsed JSON value.
+    """
 
     __slots__ = ()
 
@@ -159,7 +182,24 @@ class CutAwareNDJSONDecoder(NDJSONDecoder):
 
 
 class Translator(abc.ABC, Generic[EventT]):
-    """Per-stream state of one provider's event mapping."""
+    """Per-stream state of one provider's event mapping.
+
+    One instance per stream, with ``self.seq`` (its :class:`BlockSequencer`) and
+    ``self.route``. Override :meth:`event`; call :meth:`finish` on the terminal
+    event only (a body that ends without it raises :class:`StreamInterruptedError`);
+    ``raise self.error(payload)`` for an error event. Example::
+
+        class CohereTranslator(Translator[SSEEvent]):
+            terminal_event = "message-end"  # named when the body ends early
+
+            def event(self, event: SSEEvent) -> list[StreamChunk]:
+                payload = parse_json(event.data, route=self.route)
+                if payload["type"] == "content-delta":
+                    return self.seq.text(payload["delta"]["message"]["content"]["text"])
+                if payload["type"] == "message-end":
+                    return self.finish(Usage(input_tokens=0, output_tokens=0), "COMPLETE")
+                return []
+    """
 
     #: what the provider sends last; named in the error when the body ends early
     terminal_event: ClassVar[str] = "its terminal event"
@@ -183,17 +223,33 @@ class Translator(abc.ABC, Generic[EventT]):
         return []
 
     def finish(self, usage: Usage, raw_reason: str | None) -> list[StreamChunk]:
-        """Close every block, then usage and finish (once)."""
+        """Close every block, then usage and finish (once): ``return self.finish(usage, "COMPLETE")``."""
         self.finished = True
         return self.seq.finish(usage=usage, raw_reason=raw_reason)
 
     def error(self, payload: object) -> ProviderError:
-        """The typed error for an error payload inside the stream."""
+        """The typed error for an error payload in the stream (:func:`error_from_payload`): ``raise self.error(p)``."""
         return error_from_payload(payload, route=self.route)
 
 
 class HttpAdapter(LlmAdapter, Generic[EventT]):
-    """An adapter over one streaming HTTP endpoint (see the module docstring)."""
+    """An adapter over one streaming HTTP endpoint (see the module docstring).
+
+    A subclass names ``route``, ``default_base_url``, ``decoder_class`` and
+    ``translator_class`` and implements :meth:`build_request`; the checked
+    constructor and :meth:`stream` come from here. Example::
+
+        class CohereAdapter(HttpAdapter[SSEEvent]):
+            route = "cohere"
+            default_base_url = "https://api.cohere.com"
+            decoder_class = CutAwareSSEDecoder
+            translator_class = CohereTranslator
+
+            def build_request(self, options: GenerateOptions) -> StreamRequest:
+                headers = self._headers({"Authorization": f"bearer {self.api_key}"})  # + user's headers=
+                return StreamRequest(route=self.route, url=f"{self.base_url}/v2/chat",
+                                     headers=headers, json=request_body(options))
+    """
 
     route: ClassVar[str]
     default_base_url: ClassVar[str | None]

@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "trace": "feed a raw provider body (SSE or NDJSON) through a route's adapter, offline",
     "diff": "compare two chunk files block by block",
     "show": "the timeline of a cassette: requests, fragments with timing, resulting chunks",
+    "report": "write a self-contained HTML report: a timeline per cassette",
+    "serve": "serve cassettes over HTTP on loopback, for clients in any language",
     "conform": "run the conformance suite (bundled cassettes, fault matrix) against your adapter",
     "scan": "look for credentials in cassettes and goldens",
     "record": "record one live call into a cassette and its golden",

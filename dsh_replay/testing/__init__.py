@@ -4,6 +4,18 @@
 server on ``127.0.0.1``, fragment by fragment, with pauses, truncations, resets
 and stalls (see :mod:`dsh_replay.testing.emulator`). :class:`DshReplay` is the
 type of the ``dsh_replay`` fixture, for annotating tests.
+
+:class:`ScriptedResponse` builds the answers: ``ScriptedResponse.streaming(body,
+delay=0.005)`` serves a streamed body one SSE event (or NDJSON line) per network
+write, ``fragment_sizes=[...]`` cuts it by byte counts instead, ``end="truncate"``
+/ ``"reset"`` / ``"stall"`` make it fail, and ``ScriptedResponse.json(payload,
+status=429)`` is an error answer as providers send them::
+
+    from dsh_replay.testing import ProviderEmulator, ScriptedResponse
+
+    with ProviderEmulator() as emu:
+        emu.add("POST", "/v2/chat", ScriptedResponse.streaming(sse_body, delay=0.005))
+        ...  # run the test with --record-mode=once and the adapter at emu.base_url
 """
 
 from __future__ import annotations

@@ -92,7 +92,20 @@ _REASONS = {529: "Site Overloaded", 599: "Network Connect Timeout Error"}
 
 
 class ProviderEmulator:
-    """A scripted HTTP/1.1 provider on ``127.0.0.1``; see the module docstring."""
+    """A scripted HTTP/1.1 provider on ``127.0.0.1``; see the module docstring.
+
+    Record an adapter's cassettes against it as against the real provider: point
+    the adapter's ``base_url`` at :attr:`base_url` and run the tests with
+    ``--record-mode=once`` (``examples/cohere/record_with_emulator.py``)::
+
+        with ProviderEmulator() as emu:
+            emu.add("POST", "/v2/chat",
+                    ScriptedResponse.json({"message": "slow down"}, status=429),
+                    ScriptedResponse.streaming(body, fragment_sizes=[173, 61, 402], delay=0.004))
+            adapter = CohereAdapter("sk-test-key", base_url=emu.base_url)
+            ...  # the first request gets the 429, every later one the stream
+            assert emu.requests[0].json()["stream"] is True
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

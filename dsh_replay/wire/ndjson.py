@@ -34,7 +34,21 @@ __all__ = ["NDJSONDecoder"]
 
 
 class NDJSONDecoder:
-    """Incremental NDJSON decoder: ``feed`` bytes, then ``flush`` at end of body."""
+    """Incremental NDJSON decoder: ``feed`` bytes, then ``flush`` at end of body.
+
+    Each complete line is parsed as JSON; blank lines are skipped; a line that
+    is not JSON is a :class:`MalformedStreamError` naming its line number. An
+    adapter normally names :class:`CutAwareNDJSONDecoder` (in
+    ``dsh_replay.adapters``) as its ``decoder_class``, which calls a last line
+    cut short an interrupted stream instead.
+
+    Example::
+
+        decoder = NDJSONDecoder()
+        decoder.feed(b'{"text": "Hi"}\\n{"do')     # -> [{'text': 'Hi'}]
+        decoder.feed(b'ne": true}\\n')             # -> [{'done': True}]
+        decoder.flush()                           # -> []
+    """
 
     __slots__ = ("_line_no", "_tail")
 

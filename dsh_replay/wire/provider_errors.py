@@ -225,6 +225,14 @@ def error_from_payload(
     "overloaded" is an :class:`OverloadedError`). Without a status the code
     decides, then any status number found in the payload; otherwise the result
     is a plain :class:`ProviderError`. The message is the provider's own.
+
+    In a translator, ``raise self.error(payload)`` calls this with the route
+    filled in. Example::
+
+        error_from_payload({"error": {"type": "overloaded_error", "message": "busy"}}, route="anthropic")
+        # -> OverloadedError('busy')
+        error_from_payload({"id": "c1e0", "message": "trial key limit"}, route="cohere", status=429)
+        # -> RateLimitError('trial key limit'), status=429
     """
     facts = _facts(payload)
     by_code = _class_for_codes(facts.codes)
@@ -261,7 +269,17 @@ def error_from_payload(
 def error_from_response(
     status: int, headers: httpx.Headers, body: bytes, *, route: str, reason: str = ""
 ) -> ProviderError:
-    """The :class:`ProviderError` for a non-2xx response whose body has been read."""
+    """The :class:`ProviderError` for a non-2xx response whose body has been read.
+
+    The body is parsed as JSON when it is JSON (else kept as text, cut to 500
+    characters) and handed to :func:`error_from_payload` with the status, the
+    request id and ``Retry-After`` from *headers*. The shared transport calls it
+    for every error status, so an adapter rarely needs to. Example::
+
+        error_from_response(404, httpx.Headers({"x-request-id": "req_1"}),
+                            b'{"message": "model not found"}', route="cohere")
+        # -> InvalidRequestError('model not found'), status=404, request_id='req_1'
+    """
     text = body.decode("utf-8", "replace")
     try:
         payload: object = json.loads(text)

@@ -90,7 +90,21 @@ class _Item:
 class BlockSequencer:
     """Collects provider pieces and returns the chunks to yield, in protocol order.
 
-    Every method returns the list of chunks that became ready (often empty).
+    Every method returns the list of chunks that became ready (often empty); a
+    translator returns them from ``event``. Keys are the adapter's own names
+    for provider items (any hashable: ``("tool", 0)``, ``"plan"``), so pieces of
+    interleaved items land in the right block.
+
+    Example::
+
+        seq = BlockSequencer()
+        seq.text("Hel")                 # -> [BlockStart(0, text), TextDelta(0, "Hel")]
+        seq.tool_call(("tool", 0), call_id="call_1", name="get_weather")
+        #                               # -> [BlockEnd(0, TextBlock("Hel")), BlockStart(1, tool-call)]
+        seq.tool_call(("tool", 0), arguments='{"city": "Paris"}')   # -> [ToolCallDelta(1, ...)]
+        seq.end(("tool", 0))            # -> [BlockEnd(1, ToolCallBlock(...))]
+        seq.finish(usage=Usage(input_tokens=9, output_tokens=7), raw_reason="TOOL_CALL")
+        #                               # -> [UsageChunk(...), Finish(tool-calls, raw="TOOL_CALL")]
     """
 
     def __init__(self, *, drop_reasoning: bool = False) -> None:
@@ -113,13 +127,20 @@ class BlockSequencer:
     # -- pieces ----------------------------------------------------------------------
 
     def text(self, text: str, *, key: Hashable = "text") -> list[StreamChunk]:
-        """A piece of answer text."""
+        """A piece of answer text for item ``key`` (one text block per key).
+
+        Text ends implicitly when another item appears. ``seq.text("Hi", key=("text", 0))``.
+        """
         if text:
             self._piece(self._item(key, "text"), text)
         return self._take()
 
     def reasoning(self, text: str, *, key: Hashable = "reasoning", signature: str | None = None) -> list[StreamChunk]:
-        """A piece of reasoning text (and/or its signature); dropped when ``drop_reasoning``."""
+        """A piece of reasoning text (and/or its signature); dropped when ``drop_reasoning``.
+
+        ``seq.reasoning("Let me think", key="thinking")``; a signature arriving later
+        rides on the same key: ``seq.reasoning("", key="thinking", signature="sig…")``.
+        """
         if self.drop_reasoning:
             return self._take()
         if text:
@@ -143,7 +164,11 @@ class BlockSequencer:
         """A fragment of tool call ``key``: its id and name when first known, raw argument text.
 
         ``None`` or ``""`` means "not in this fragment". A call named while it has
-        no id gets :func:`derived_call_id` (see the module docstring).
+        no id gets :func:`derived_call_id` (see the module docstring). The block
+        opens once id and name are known; argument text that came before is kept.
+
+        Example: ``seq.tool_call(("tool", 0), call_id="call_1", name="get_weather")``,
+        then ``seq.tool_call(("tool", 0), arguments='{"city":')`` for each fragment.
         """
         item = self._item(key, "tool-call")
         became_ready = False
@@ -163,7 +188,11 @@ class BlockSequencer:
         return self._take()
 
     def end(self, key: Hashable) -> list[StreamChunk]:
-        """The provider says item ``key`` is complete."""
+        """The provider says item ``key`` is complete: ``seq.end(("tool", 0))``.
+
+        Closes the block now when it is current (so the next queued item opens),
+        or as soon as it becomes current. An unknown or already-ended key is a no-op.
+        """
         item = self._lookup(key)
         if item is not None:
             item.ended = True
@@ -182,7 +211,14 @@ class BlockSequencer:
         self._advance()
 
     def finish(self, *, usage: Usage, raw_reason: str | None = None) -> list[StreamChunk]:
-        """Close everything still open, then emit ``usage`` and ``finish``."""
+        """Close everything still open, then emit ``usage`` and ``finish``.
+
+        Call it once, on the provider's terminal event (a translator calls
+        :meth:`Translator.finish`, which also marks the stream finished). The
+        finish kind is ``tool-calls`` exactly when a tool-call block was emitted;
+        ``raw_reason`` keeps the provider's word. Example:
+        ``seq.finish(usage=Usage(input_tokens=9, output_tokens=7), raw_reason="COMPLETE")``.
+        """
         if self._finished:
             # a second usage + finish would break P8, P9 and P11
             raise MalformedStreamError("the generation already finished; finish() may be called once")

@@ -137,6 +137,17 @@ class SSEDecoder:
 
     ``last_event_id`` and ``retry`` hold the stream state the standard asks a
     client to keep (for a reconnection); ``truncated`` is set by :meth:`flush`.
+    Fragments may cut anywhere (inside a line, a CRLF or a UTF-8 character).
+    An adapter normally names :class:`CutAwareSSEDecoder` (in
+    ``dsh_replay.adapters``) as its ``decoder_class`` instead, which tells a body
+    cut inside an event from a malformed one.
+
+    Example::
+
+        decoder = SSEDecoder()
+        decoder.feed(b'event: delta\\ndata: {"te')   # -> []
+        decoder.feed(b'xt": "Hi"}\\n\\n')             # -> [SSEEvent(event='delta', data='{"text": "Hi"}', ...)]
+        decoder.flush()                               # -> [] (nothing left over)
     """
 
     __slots__ = ("_after_cr", "_head", "_pieces", "_tail", "last_event_id", "retry", "truncated")

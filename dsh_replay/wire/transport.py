@@ -123,6 +123,14 @@ class RetryPolicy:
 
     Only failures before the first body byte are retried: connect errors, 429,
     and 5xx/529 except 501 and 505 (which will not change on a second try).
+    Once a byte of the body has arrived, nothing is re-sent: the caller has
+    chunks already.
+
+    Example::
+
+        CohereAdapter(key, retry=RetryPolicy(max_retries=0))             # fail at once
+        CohereAdapter(key, retry=RetryPolicy(max_retries=5, max_delay=30))
+        RetryPolicy().delay(0, retry_after=2.0)   # -> 2.0: the provider's Retry-After wins
     """
 
     max_retries: int = 2
@@ -162,7 +170,20 @@ DEFAULT_RETRY = RetryPolicy()
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StreamRequest:
-    """What to send. Credentials belong in ``headers``; a URL carrying one is refused."""
+    """What to send: the result of an adapter's request mapping (``build_request``).
+
+    Credentials belong in ``headers``; a URL carrying one (``?key=``,
+    ``user:pass@``) is refused. ``json`` is sent as the body.
+
+    Example::
+
+        StreamRequest(
+            route="cohere",
+            url=f"{self.base_url}/v2/chat",
+            headers=self._headers({"Authorization": f"bearer {self.api_key}"}),
+            json={"model": options.model, "messages": [...], "stream": True},
+        )
+    """
 
     route: str
     url: str

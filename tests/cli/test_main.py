@@ -12,7 +12,7 @@ from dsh_replay._version import __version__
 
 from .conftest import run
 
-COMMANDS = ["check", "validate", "trace", "diff", "show", "scan", "record", "routes"]
+COMMANDS = ["check", "validate", "trace", "diff", "show", "report", "serve", "scan", "record", "routes", "conform"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -1,0 +1,214 @@
+"""The cassette server on the wire: asyncio streams and h11, one task per connection.
+
+h11 parses each request and frames each response; :class:`.server.CassetteServer`
+decides what to answer. A recorded body goes out as one HTTP chunk per
+recorded fragment (``writer.drain()`` after each, so a fragment leaves as its
+own TCP segment unless the client reads slowly), and ends as the recording
+ended: the final chunk, a close without it, a reset, or silence. Connections
+are kept alive between requests; :meth:`HttpServer.close` stops listening and
+closes every open connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+from collections.abc import Callable
+
+import h11
+import orjson
+
+from ..errors import DshReplayError
+from .server import CassetteServer, NoMatch, Playback
+
+__all__ = ["MAX_REQUEST_BYTES", "STALL_SECONDS", "HttpServer"]
+
+#: a request body beyond this is refused (413): no provider request is near it, a runaway upload is
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+#: how long a stalled response stays silent before the server closes it, if the client has not given up
+STALL_SECONDS = 300.0
+_READ_SIZE = 65536
+
+
+class _Closed(Exception):
+    """The client went away, or sent something that is not HTTP/1.1."""
+
+
+class HttpServer:
+    """Serves ``core`` over HTTP/1.1; ``log`` gets one line per request."""
+
+    def __init__(
+        self, core: CassetteServer, *, log: Callable[[str], None] | None = None, stall_seconds: float = STALL_SECONDS
+    ) -> None:
+        self.core = core
+        self.log = log or (lambda line: None)
+        self.stall_seconds = stall_seconds
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self, host: str, port: int) -> int:
+        """Listen on ``host:port`` (0: a free port); return the port bound."""
+        self._server = await asyncio.start_server(self._connection, host, port)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        """Stop listening, close open connections (mid-response ones too) and wait for their tasks."""
+        if self._server is not None:
+            self._server.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
+        abort = False
+        try:
+            while True:
+                request = await self._read_request(conn, reader, writer)
+                if request is None:
+                    break
+                keep, abort = await self._respond(conn, writer, reader, *request)
+                if not keep or conn.our_state is h11.MUST_CLOSE or conn.their_state is not h11.DONE:
+                    break
+                conn.start_next_cycle()
+        except (_Closed, ConnectionError, h11.LocalProtocolError):
+            abort = True
+        except Exception as exc:  # a bug must cost one connection, never the server
+            self.log(f"connection dropped: {type(exc).__name__}: {exc}")
+            abort = True
+        except asyncio.CancelledError:
+            # shutting down: a response cut mid-body is reset, so no client takes it for a whole one
+            abort = conn.our_state is h11.SEND_BODY
+        finally:
+            self._tasks.discard(task)
+            _finish(writer, reset=abort)
+
+    async def _read_request(
+        self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> tuple[h11.Request, bytes] | None:
+        """The next request and its whole body; None when the client closed between requests."""
+        request: h11.Request | None = None
+        body = bytearray()
+        while True:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError as exc:
+                await self._refuse(conn, writer, exc.error_status_hint, f"not a valid HTTP/1.1 request: {exc}")
+                return None
+            if event is h11.NEED_DATA:
+                data = await reader.read(_READ_SIZE)
+                if not data and request is None and conn.their_state is h11.IDLE:
+                    return None
+                conn.receive_data(data)
+            elif isinstance(event, h11.Request):
+                request = event
+                if (b"expect", b"100-continue") in [(name, value.lower()) for name, value in event.headers]:
+                    # curl waits for this before sending a body over 1 KiB
+                    writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
+            elif isinstance(event, h11.Data):
+                body += event.data
+                if len(body) > MAX_REQUEST_BYTES:
+                    await self._refuse(conn, writer, 413, f"request body over {MAX_REQUEST_BYTES} bytes")
+                    return None
+            elif isinstance(event, h11.EndOfMessage):
+                assert request is not None
+                return request, bytes(body)
+            elif isinstance(event, h11.ConnectionClosed):
+                if request is None:
+                    return None
+                raise _Closed("the client closed the connection mid-request")
+
+    async def _refuse(
+        self, conn: h11.Connection, writer: asyncio.StreamWriter, status: int, message: str,
+        kind: str = "dsh_replay_bad_request",
+    ) -> None:
+        if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        body = orjson.dumps({"error": {"type": kind, "message": message}})
+        headers = [("content-type", "application/json"), ("content-length", str(len(body))), ("connection", "close")]
+        with contextlib.suppress(h11.LocalProtocolError):
+            writer.write(conn.send(h11.Response(status_code=status, headers=headers)) or b"")
+            writer.write(conn.send(h11.Data(data=body)) or b"")
+            writer.write(conn.send(h11.EndOfMessage()) or b"")
+            await writer.drain()
+        self.log(f"{status} refused: {message}")
+
+    async def _respond(
+        self, conn: h11.Connection, writer: asyncio.StreamWriter, reader: asyncio.StreamReader,
+        request: h11.Request, body: bytes,
+    ) -> tuple[bool, bool]:
+        """Answer one request: (keep the connection, reset it)."""
+        method, target = request.method.decode("ascii"), request.target.decode("ascii", "replace")
+        headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in request.headers]
+        try:
+            answer = self.core.answer(method, target, headers, body)
+        except DshReplayError as exc:  # a configured matcher that fails: say so to the client, keep serving
+            await self._refuse(conn, writer, 500, str(exc), "dsh_replay_error")
+            return False, False
+        if isinstance(answer, NoMatch):
+            payload = answer.body()
+            head = [("content-type", "application/json"), ("content-length", str(len(payload)))]
+            writer.write(conn.send(h11.Response(status_code=404, headers=head)) or b"")
+            writer.write(conn.send(h11.Data(data=payload)) or b"")
+            writer.write(conn.send(h11.EndOfMessage()) or b"")
+            await writer.drain()
+            self.log(f"{method} {target} -> 404 no match (nearest: {answer.nearest or '-'})")
+            return True, False
+        return await self._stream(conn, writer, reader, method, target, answer)
+
+    async def _stream(
+        self, conn: h11.Connection, writer: asyncio.StreamWriter, reader: asyncio.StreamReader,
+        method: str, target: str, playback: Playback,
+    ) -> tuple[bool, bool]:
+        # latin-1, as HTTP/1.1 reads header bytes: a recorded value outside ASCII goes out as it came in
+        headers = [(name.encode("latin-1", "replace"), value.encode("latin-1", "replace"))
+                   for name, value in playback.headers]
+        head = h11.Response(status_code=playback.status, headers=headers,
+                            reason=playback.reason.encode("latin-1", "replace"))
+        writer.write(conn.send(head) or b"")
+        await writer.drain()
+        for delay, piece in playback.steps():
+            if delay > 0:
+                await playback.pacing.clock.async_sleep(delay)
+            if piece:
+                writer.write(conn.send(h11.Data(data=piece)) or b"")
+                await writer.drain()
+        again = " again" if playback.repeated else ""
+        self.log(f"{method} {target} -> {playback.status} {playback.cassette} #{playback.position}{again}"
+                 f" ({playback.ending})")
+        if playback.ending == "complete":
+            writer.write(conn.send(h11.EndOfMessage()) or b"")
+            await writer.drain()
+            return True, False
+        if playback.ending == "stall":
+            # silence until the client's read timeout ends it, or ours does
+            with contextlib.suppress(asyncio.TimeoutError, ConnectionError):
+                await asyncio.wait_for(_until_closed(reader), self.stall_seconds)
+        return False, playback.ending == "reset"
+
+
+async def _until_closed(reader: asyncio.StreamReader) -> None:
+    while await reader.read(_READ_SIZE):
+        pass
+
+
+def _finish(writer: asyncio.StreamWriter, *, reset: bool) -> None:
+    """Close the connection: a FIN after what was sent, or with ``reset`` a TCP RST."""
+    if reset:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            # linger on, timeout 0: close() sends a RST instead of a FIN (the client reads ECONNRESET)
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+        return
+    writer.close()
+

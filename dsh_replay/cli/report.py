@@ -1,0 +1,172 @@
+"""``dsh-replay report``: a self-contained HTML page with a timeline per cassette."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from .common import add_plugins, route_table
+
+if TYPE_CHECKING:
+    from ..adapters.route_table import RouteTable
+    from ..cassette.replay import CaseResult
+    from .report_html import CaseView
+
+__all__ = ["write_report"]
+
+DESCRIPTION = (
+    "Replay every cassette with dsh_replay metadata under PATHS as recorded and write one\n"
+    "self-contained HTML page (no external resources): an index table (case, route, fragments,\n"
+    "chunks, time to first byte, first text, golden, verdict; click a header to sort), then per\n"
+    "cassette a timeline of fragment arrival (bytes over time) with the chunks each fragment released,\n"
+    "the golden status (matched, differs, missing) and any rule violations (P1-P12).\n"
+    "--compare A B overlays two cassettes' timelines in one picture (say, before and after\n"
+    "re-recording). The page is the same for the same cassettes, so it can be diffed.\n"
+    "Exit 0 once the page is written, whatever the verdicts (dsh-replay check judges); 1 when there is\n"
+    "no cassette to show."
+)
+EXAMPLE = "dsh-replay report cassettes/anthropic cassettes/openai -o report.html"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATHS",
+                        help="cassette files or folders (default: cassettes, unless --compare is given)")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    parser.add_argument("--compare", nargs=2, action="append", default=[], metavar=("A", "B"),
+                        help="two cassettes whose timelines to overlay (may be given more than once)")
+    add_plugins(parser)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    paths = args.paths or ([] if args.compare else ["cassettes"])
+    return write_report([Path(p) for p in paths], args.output, out, err=err,
+                        compare=[(Path(a), Path(b)) for a, b in args.compare], routes=route_table(args))
+
+
+def _case_label(path: Path) -> str:
+    for suffix in (".yaml", ".yml"):
+        if path.name.endswith(suffix):
+            return path.name[: -len(suffix)]
+    return path.name
+
+
+def _cassettes(paths: Sequence[Path], compare: Sequence[tuple[Path, Path]]) -> tuple[list[Path], int]:
+    """The cassettes to show, each once, in the order given; and how many YAML files without metadata were left out."""
+    from ..errors import ConfigError
+    from .check import find_cases
+
+    found, _, skipped = find_cases([str(p) for p in paths]) if paths else ([], [], [])
+    for pair in compare:
+        for path in pair:
+            if not path.is_file():
+                raise ConfigError(f"--compare {path}: no such cassette file; give two cassette files")
+    ordered: list[Path] = []
+    for path in [*found, *(p for pair in compare for p in pair)]:
+        if path not in ordered:
+            ordered.append(path)
+    return ordered, len(skipped)
+
+
+def write_report(
+    paths: Sequence[Path],
+    output: str,
+    out: TextIO,
+    *,
+    err: TextIO | None = None,
+    compare: Sequence[tuple[Path, Path]] = (),
+    routes: RouteTable | None = None,
+) -> int:
+    """Replay the cassettes under ``paths`` (and those of ``compare``) and write the page to ``output``."""
+    import asyncio
+
+    from .._version import __version__
+    from ..adapters.route_table import RouteTable
+    from ..cassette.files import atomic_write, unwritable_reason
+    from ..errors import ConfigError
+    from .report_html import render_page
+
+    target = Path(output)
+    reason = unwritable_reason(target)
+    if reason is not None:  # asked first: a long replay should not end in a page that cannot be saved
+        raise ConfigError(f"-o {output}: {reason}; choose a file that can be written")
+    cassettes, skipped = _cassettes(paths, compare)
+    if not cassettes:
+        note = f" (skipped {skipped} YAML file(s) without dsh_replay metadata)" if skipped else ""
+        (err or out).write(f"dsh-replay: no cassettes with dsh_replay metadata under "
+                           f"{', '.join(str(p) for p in paths)}{note}; nothing written\n")
+        return 1
+    table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
+    views = asyncio.run(_views(cassettes, table))
+    by_path = dict(zip(cassettes, views, strict=True))
+    page = render_page(views, [(by_path[a], by_path[b]) for a, b in compare], title="dsh-replay report",
+                       version=__version__)
+    try:
+        atomic_write(target, page.encode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"-o {output}: cannot be written ({exc.strerror or exc}); choose another file") from None
+    failed = sum(1 for view in views if not view.ok)
+    out.write(f"wrote {output}: {len(views)} cassette(s), {len(views) - failed} ok, {failed} failed\n")
+    return 0
+
+
+async def _views(cassettes: Sequence[Path], routes: RouteTable) -> list[CaseView]:
+    from ..cassette.replay import replay_case
+
+    views = []
+    for number, path in enumerate(cassettes, start=1):
+        result = await replay_case(path, routes)
+        views.append(await _view(f"case-{number}", path, result, routes))
+    return views
+
+
+def _goldens(path: Path, result: CaseResult) -> tuple[str, str]:
+    """(status, detail) of the goldens of every replayed call: the first one that is not matched, else matched."""
+    from ..cassette.replay import judge_golden
+
+    judged = [judge_golden(path, outcome.golden_bytes(), update=False, call=call)
+              for call, outcome in enumerate(result.outcomes, start=1)]
+    return next(((status, detail) for status, detail in judged if status != "matched"),
+                ("matched", "") if judged else ("n/a", ""))
+
+
+async def _view(anchor: str, path: Path, result: CaseResult, routes: RouteTable) -> CaseView:
+    from dataclasses import replace
+
+    import orjson
+
+    from ..cassette.store import Cassette
+    from ..errors import DshReplayError
+    from ..protocol.jsonl import chunk_to_json
+    from .report_html import Arrival, CaseView
+    from .timeline import stream_timeline
+
+    judged = CaseView(anchor=anchor, case=_case_label(path), path=str(path), route=result.route,
+                      verdict=result.verdict, ok=result.ok, problem=result.problem,
+                      violations=tuple(f"{v.rule} at chunk {v.position}: {v.message}"
+                                       for o in result.outcomes for v in o.violations))
+    try:
+        cassette = Cassette.load(path)
+    except DshReplayError:  # replay_case has said why, in ``problem``
+        return judged
+    timeline = await stream_timeline(cassette, routes)
+    arrivals = []
+    for piece in timeline.pieces:
+        shown = [chunk_to_json(chunk) for chunk in piece.chunks]
+        arrivals.append(Arrival(
+            interaction=piece.interaction, ms=piece.ms, offset=piece.offset, size=piece.size,
+            preview=piece.data.decode("utf-8", "replace").replace("\r", "\\r").replace("\n", "\\n"),
+            chunks=tuple(orjson.dumps(chunk).decode() for chunk in shown), kinds=tuple(c["type"] for c in shown)))
+    first_text = timeline.first_text
+    raised = timeline.outcome.raised if timeline.outcome is not None else None
+    golden, detail = _goldens(path, result)
+    return replace(
+        judged,
+        responses=tuple(f"{i.status} {i.reason}".strip() for i in cassette.interactions),
+        arrivals=tuple(arrivals), ttfb_ms=timeline.first_byte_ms,
+        first_text_ms=first_text.ms if first_text is not None else None,
+        first_text_interaction=first_text.interaction if first_text is not None else 0,
+        golden=golden, golden_detail=detail, note=timeline.note,
+        raised=f"{type(raised).__name__}: {raised}" if raised is not None else "",
+    )
