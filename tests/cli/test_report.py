@@ -126,7 +126,7 @@ def test_untrusted_text_is_escaped_everywhere(project: Path) -> None:
 
 def test_a_missing_golden_and_a_broken_rule_are_shown(project: Path) -> None:
     (project / "cassettes" / "my-provider" / "umlauts.chunks.jsonl").unlink()
-    (project / "bad_adapter.py").write_text(
+    (project / "report_bad_adapter.py").write_text(
         "from my_llm_adapter import _MyAdapter\n"
         "from dsh_replay.protocol.chunks import BlockStart\n\n"
         "class Bad(_MyAdapter):\n"
@@ -134,7 +134,7 @@ def test_a_missing_golden_and_a_broken_rule_are_shown(project: Path) -> None:
         "        async for chunk in super().stream(options):\n"
         "            if type(chunk) is not BlockStart:\n"
         "                yield chunk\n", encoding="utf-8")
-    (project / "pyproject.toml").write_text(PYPROJECT + '"bad-provider" = "bad_adapter:Bad"\n', encoding="utf-8")
+    (project / "pyproject.toml").write_text(PYPROJECT + '"bad-provider" = "report_bad_adapter:Bad"\n', encoding="utf-8")
     greeting = project / "cassettes" / "my-provider" / "greeting.yaml"
     bad = greeting.with_name("bad.yaml")
     bad.write_text(greeting.read_text(encoding="utf-8").replace("route: my-provider", "route: bad-provider"),
