@@ -140,7 +140,7 @@ async def _view(anchor: str, path: Path, result: CaseResult, routes: RouteTable)
     from ..errors import DshReplayError
     from ..protocol.jsonl import chunk_to_json
     from .report_html import Arrival, CaseView
-    from .timeline import stream_timeline
+    from .timeline import fragment_preview, stream_timeline
 
     judged = CaseView(anchor=anchor, case=_case_label(path), path=str(path), route=result.route,
                       verdict=result.verdict, ok=result.ok, problem=result.problem,
@@ -156,7 +156,7 @@ async def _view(anchor: str, path: Path, result: CaseResult, routes: RouteTable)
         shown = [chunk_to_json(chunk) for chunk in piece.chunks]
         arrivals.append(Arrival(
             interaction=piece.interaction, ms=piece.ms, offset=piece.offset, size=piece.size,
-            preview=piece.data.decode("utf-8", "replace").replace("\r", "\\r").replace("\n", "\\n"),
+            preview=fragment_preview(piece.data),
             chunks=tuple(orjson.dumps(chunk).decode() for chunk in shown), kinds=tuple(c["type"] for c in shown)))
     first_text = timeline.first_text
     raised = timeline.outcome.raised if timeline.outcome is not None else None

@@ -14,7 +14,7 @@ from ..adapters.route_table import RouteTable
 from ..cassette.store import Cassette, Interaction
 from ..protocol.jsonl import chunk_to_json
 from .common import add_plugins, route_table
-from .timeline import StreamTimeline, stream_timeline
+from .timeline import StreamTimeline, fragment_preview, stream_timeline
 
 __all__ = ["run_show"]
 
@@ -67,7 +67,7 @@ def _fragments(timeline: StreamTimeline, interactions: int, out: TextIO) -> None
         if interactions > 1 and piece.interaction != shown:
             out.write(f"{'':25}(interaction {piece.interaction})\n")
         shown = piece.interaction
-        preview = piece.data.decode("utf-8", "replace").replace("\r", "\\r").replace("\n", "\\n")
+        preview = fragment_preview(piece.data)
         out.write(f"{piece.ms:7.1f}  {piece.offset:7}  {piece.size:6}  {preview[:70]}{'…' if len(preview) > 70 else ''}\n")
         for chunk in piece.chunks:
             out.write(f"{'':25}→ {orjson.dumps(chunk_to_json(chunk)).decode()[:110]}\n")

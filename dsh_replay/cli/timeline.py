@@ -19,7 +19,7 @@ from ..cassette.store import Cassette
 from ..errors import CassetteError, DshReplayError
 from ..protocol.chunks import StreamChunk, TextDelta
 
-__all__ = ["Piece", "StreamTimeline", "stream_timeline"]
+__all__ = ["Piece", "StreamTimeline", "fragment_preview", "stream_timeline"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,3 +146,24 @@ async def stream_timeline(cassette: Cassette, routes: RouteTable | None = None) 
     placed = tuple(Piece(interaction=p.interaction, ms=p.ms, offset=p.offset, size=p.size, data=p.data,
                          timed=p.timed, chunks=tuple(released.get(n, ()))) for n, p in enumerate(pieces))
     return StreamTimeline(pieces=placed, outcome=outcome)
+
+
+def fragment_preview(data: bytes) -> str:
+    """A fragment's bytes as one printable line: invalid UTF-8 as U+FFFD, control characters escaped.
+
+    Model output is untrusted: an ESC would drive the reader's terminal, a NUL
+    or a line separator would break a table row or an HTML page.
+    """
+    text = data.decode("utf-8", "replace")
+    return "".join(_visible(char) for char in text)
+
+
+def _visible(char: str) -> str:
+    if char == "\r":
+        return "\\r"
+    if char == "\n":
+        return "\\n"
+    if char == "\t" or (char.isprintable() and char not in "\u2028\u2029"):
+        return char
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
