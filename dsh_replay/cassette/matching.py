@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..errors import CassetteError
+
 if TYPE_CHECKING:
     from vcr.request import Request as VcrRequest
 
     from .store import Interaction
 
-__all__ = ["Matcher", "body_matcher", "changed_fields", "default_matchers", "describe_mismatch"]
+__all__ = ["Matcher", "body_matcher", "changed_fields", "default_matchers", "describe_mismatch", "requests_match"]
 
 
 def body_matcher(r1: VcrRequest, r2: VcrRequest) -> None:
@@ -45,6 +47,24 @@ def default_matchers() -> tuple[Matcher, ...]:
 
     return (matchers.method, matchers.path, matchers.query, body_matcher)
 _PART_NAMES = {"body_matcher": "body"}
+
+
+def requests_match(matchers: Sequence[Matcher], wanted: VcrRequest, recorded: VcrRequest, path: object) -> bool:
+    """Does every matcher take ``wanted`` for ``recorded``? A matcher that crashes is named (cassette ``path``)."""
+    for matcher in matchers:
+        try:
+            if matcher(wanted, recorded) is False:
+                return False
+        except AssertionError:  # vcrpy's matchers say "no" by failing an assert
+            return False
+        except Exception as exc:
+            name = getattr(matcher, "__name__", repr(matcher))
+            raise CassetteError(
+                f"cassette {path}: matcher {name} raised {type(exc).__name__}: {exc}; a matcher "
+                "returns False (or fails an assert) when two requests differ",
+                path=str(path),
+            ) from exc
+    return True
 
 
 def _json_or_none(body: bytes | None) -> Any:

@@ -54,7 +54,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ..errors import CassetteError
-from .matching import Matcher, changed_fields, default_matchers, describe_mismatch
+from .matching import Matcher, changed_fields, default_matchers, describe_mismatch, requests_match
 from .pacing import CLOCK, Clock, Fragmentation, Pacing, clip, parse_speed, piece_plan, stop_for
 from .store import Cassette, Interaction
 
@@ -223,19 +223,7 @@ class CassetteServer:
         return [s for s in self._served if any(s.name == name or s.name.endswith(f"/{name}") for name in names)]
 
     def _matches(self, served: _Served, wanted: VcrRequest, interaction: Interaction) -> bool:
-        for matcher in self.matchers:
-            try:
-                if matcher(wanted, interaction.request) is False:
-                    return False
-            except AssertionError:  # vcrpy's matchers say "no" by failing an assert
-                return False
-            except Exception as exc:
-                name = getattr(matcher, "__name__", repr(matcher))
-                raise CassetteError(
-                    f"cassette {served.cassette.path}: matcher {name} raised {type(exc).__name__}: {exc}",
-                    path=str(served.cassette.path),
-                ) from exc
-        return True
+        return requests_match(self.matchers, wanted, interaction.request, served.cassette.path)
 
     def _play(self, served: _Served, position: int, *, repeated: bool) -> Playback:
         served.plays[position] += 1

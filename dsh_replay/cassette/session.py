@@ -41,7 +41,7 @@ from .intercept import (
     replay_response,
     uninstall,
 )
-from .matching import Matcher, default_matchers, describe_mismatch
+from .matching import Matcher, default_matchers, describe_mismatch, requests_match
 from .pacing import Fault, Fragmentation, parse_speed
 from .secrets import Scrubber
 from .store import (
@@ -225,20 +225,7 @@ class CassetteSession:
         return self._record_async(request, inner, lib, wanted) if is_async else self._record_sync(request, inner, lib, wanted)
 
     def _matches(self, wanted: Any, interaction: Interaction) -> bool:
-        for matcher in self.matchers:
-            try:
-                if matcher(wanted, interaction.request) is False:
-                    return False
-            except AssertionError:  # vcrpy's matchers say "no" by failing an assert
-                return False
-            except Exception as exc:
-                name = getattr(matcher, "__name__", repr(matcher))
-                raise CassetteError(
-                    f"cassette {self.path}: matcher {name} raised {type(exc).__name__}: {exc}; a matcher "
-                    "returns False (or fails an assert) when two requests differ",
-                    path=str(self.path),
-                ) from exc
-        return True
+        return requests_match(self.matchers, wanted, interaction.request, self.path)
 
     def _start_recording(self, response: Any, wanted: Any) -> Recorder:
         headers, count = self.scrubber.headers(response.headers.multi_items(), self.scrubber.response_headers)
