@@ -264,7 +264,10 @@ class CassetteServer:
         for interaction in served.cassette.interactions:
             _, failures = get_matchers_results(wanted, interaction.request, self.matchers)
             parts = ["body" if name == "body_matcher" else name for name, _ in failures]
-            similarity = difflib.SequenceMatcher(None, _canonical(interaction.request.body), _canonical(wanted.body))
+            # line by line, as describe_mismatch compares: character by character, a long prompt
+            # would hold the event loop (and every stream on it) for seconds per no-match
+            similarity = difflib.SequenceMatcher(None, _canonical(interaction.request.body).splitlines(),
+                                                 _canonical(wanted.body).splitlines())
             candidate = (len(parts), 1.0 - similarity.ratio(), _diff(parts, interaction.request, wanted), served)
             best = min(best, candidate, key=lambda item: item[:2])
         return best

@@ -8,7 +8,7 @@ import ipaddress
 import signal
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..errors import ConfigError
 
@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATHS",
                         help="cassette files, or folders searched for cassettes with dsh_replay metadata")
     parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default 127.0.0.1; a non-loopback one needs --allow-remote)")
+                        help="address to listen on (default 127.0.0.1; localhost means 127.0.0.1; a non-loopback "
+                             "one needs --allow-remote)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free port)")
     parser.add_argument("--speed", default="0", metavar="F",
                         help="pace: recorded gaps x F (default 0: no waiting; 1: as recorded)")
@@ -124,5 +125,26 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be from 0 to 65535 (0 picks a free port), got {args.port}")
     speed = parse_speed(args.speed)
-    paths = _cassette_paths(args.paths)
-    return asyncio.run(serve(paths, args.host, args.port, speed, out, err))
+    # "localhost" may resolve to ::1 and 127.0.0.1, and --port 0 would bind each to its own free
+    # port: one address, so the printed URL is the one every client reaches
+    host = "127.0.0.1" if args.host.lower() in ("localhost", "localhost.") else args.host.strip("[]")
+    stop = asyncio.Event()
+    # a stop asked for while the cassettes load is honoured once serving starts: still exit 0, last line
+    previous = _stop_on_signals(stop)
+    try:
+        paths = _cassette_paths(args.paths)
+        return asyncio.run(serve(paths, host, args.port, speed, out, err, stop))
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _stop_on_signals(stop: asyncio.Event) -> dict[int, Any]:
+    """Have SIGINT and SIGTERM set ``stop`` until the event loop takes them over; the handlers replaced."""
+    previous: dict[int, Any] = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[signum] = signal.signal(signum, lambda *_: stop.set())
+        except ValueError:  # not the main thread: signals are not ours to take
+            break
+    return previous

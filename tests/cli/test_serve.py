@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import selectors
 import signal
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from dsh_replay.cassette.store import Cassette
+from dsh_replay.cli import serve as serve_command
 from dsh_replay.cli.serve import is_loopback
 
 from .conftest import ROOT, run
@@ -163,3 +165,48 @@ def test_a_port_in_use_is_a_clear_error() -> None:
     assert result.code == 2
     assert result.err.startswith(f"dsh-replay: error: cannot listen on 127.0.0.1:{port}: ")
     assert "choose another --port (0 picks a free one)" in result.err
+
+
+class Terminated(Exception):
+    """SIGTERM reached the handler that was in place before ``serve`` ran."""
+
+
+def _terminated(*_: object) -> None:
+    raise Terminated
+
+
+@pytest.fixture
+def stopped_while_loading(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """SIGTERM arrives while the cassettes are being found, before the server listens.
+
+    A signal ``serve`` did not take reaches :func:`_terminated`, never the test run's own handler.
+    """
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    find = serve_command._cassette_paths
+
+    def find_then_signal(paths: list[str]) -> list[Path]:
+        os.kill(os.getpid(), signal.SIGTERM)
+        return find(paths)
+
+    monkeypatch.setattr(serve_command, "_cassette_paths", find_then_signal)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.usefixtures("stopped_while_loading")
+def test_a_stop_while_loading_still_ends_cleanly() -> None:
+    result = run("serve", str(TEXT))
+    assert result.code == 0
+    assert FIRST_LINE.fullmatch(result.out.strip())
+    assert result.err.splitlines()[-1] == "dsh-replay serve: stopped after 0 request(s), 0 unmatched"
+    assert signal.getsignal(signal.SIGTERM) is _terminated  # handed back as it was
+
+
+@pytest.mark.usefixtures("stopped_while_loading")
+def test_localhost_binds_one_address_the_one_printed() -> None:
+    # "localhost" may resolve to ::1 and 127.0.0.1; with --port 0 each would get its own port
+    result = run("serve", str(TEXT), "--host", "localhost")
+    assert result.code == 0
+    assert FIRST_LINE.fullmatch(result.out.strip()), result.out
