@@ -4,12 +4,16 @@ cassette-driven test items, ``dsh-replay check`` and ``dsh-replay trace``.
 
 from __future__ import annotations
 
+import re
 import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
+
+from ..adapters._base import HttpAdapter
 from ..adapters.route_table import RouteTable
 from ..errors import CassetteError, ConfigError, DshReplayError
 from ..protocol.adapter import LlmAdapter
@@ -17,6 +21,7 @@ from ..protocol.chunks import BlockStart, StreamChunk
 from ..protocol.jsonl import dump_jsonl, load_golden
 from ..protocol.options import GenerateOptions, Message
 from ..protocol.validator import SequenceValidator, Violation
+from ..wire.transport import RetryPolicy
 from .files import atomic_write
 from .golden import golden_diff, golden_path_for
 from .intercept import install, replay_response, uninstall
@@ -25,7 +30,7 @@ from .secrets import find_secrets
 from .session import use_cassette
 from .store import Cassette, Interaction
 
-__all__ = ["CaseResult", "Outcome", "replay_case", "run_adapter", "trace_body"]
+__all__ = ["AdapterCache", "CaseResult", "Outcome", "replay_case", "run_adapter", "trace_body"]
 
 
 @dataclass
@@ -92,6 +97,9 @@ class CaseResult:
     problem: str = ""
     #: the problem in a few words, for a table cell
     short: str = ""
+    #: (file, 1-based line) where the problem shows: the golden line of the first difference or
+    #: of the chunk that broke a rule; None when no line is known
+    where: tuple[Path, int] | None = None
     seconds: float = 0.0
 
     @property
@@ -141,6 +149,66 @@ def case_options(cassette: Cassette) -> tuple[str, list[GenerateOptions], str | 
     return route, calls, base_url if isinstance(base_url, str) else None
 
 
+class _Offline(httpx.AsyncBaseTransport):
+    """The shared replay client's own transport: what the cassette does not answer never leaves."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        raise CassetteError(f"{request.method} {request.url} was not answered by a cassette: "
+                            "a replay never reaches the network")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _InstantRetry(RetryPolicy):
+    """The same decisions to retry or give up, without the wait: a replayed 429 is answered at once."""
+
+    def delay(self, attempt: int, retry_after: float | None = None, *, jitter: float | None = None) -> float | None:
+        waited = RetryPolicy.delay(self, attempt, retry_after, jitter=jitter)
+        return None if waited is None else 0.0
+
+
+class AdapterCache:
+    """Replay adapters built once per (route, base_url, drop_reasoning), over one shared client.
+
+    Building an adapter and, for one without a client of its own, an httpx
+    client per stream cost more than replaying a short cassette; a run of many
+    cases shares them. The shared client never reaches the network: every
+    request it sends is answered by the active cassette session, which is also
+    why the adapters do not wait between retries.
+    """
+
+    def __init__(self, routes: RouteTable) -> None:
+        self.routes = routes
+        self._adapters: dict[tuple[str, str | None, bool], LlmAdapter] = {}
+        self._client: httpx.AsyncClient | None = None
+
+    def adapter(self, route: str, *, base_url: str | None, drop_reasoning: bool) -> LlmAdapter:
+        key = (route, base_url, drop_reasoning)
+        adapter = self._adapters.get(key)
+        if adapter is None:
+            adapter = self.routes.adapter(route, base_url=base_url, drop_reasoning=drop_reasoning)
+            # a plugin's adapter is its registry's own instance, used elsewhere too: left as it is
+            if isinstance(adapter, HttpAdapter) and route not in self.routes.registry:
+                if adapter.client is None:
+                    adapter.client = self._shared_client()
+                if type(adapter.retry) is RetryPolicy:
+                    adapter.retry = _InstantRetry(max_retries=adapter.retry.max_retries,
+                                                  base_delay=adapter.retry.base_delay,
+                                                  max_delay=adapter.retry.max_delay)
+            self._adapters[key] = adapter
+        return adapter
+
+    def _shared_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            # no connection pool, no TLS context: nothing is ever sent through it
+            self._client = httpx.AsyncClient(transport=_Offline())
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
 async def replay_case(
     path: Path,
     routes: RouteTable,
@@ -149,8 +217,12 @@ async def replay_case(
     speed: float = 0.0,
     update_golden: bool = False,
     allow_unplayed: bool = False,
+    adapters: AdapterCache | None = None,
 ) -> CaseResult:
-    """Replay one cassette offline through its route's adapter, call by call, and judge each golden."""
+    """Replay one cassette offline through its route's adapter, call by call, and judge each golden.
+
+    ``adapters``: reuse adapters across cases (a fresh one per case without it).
+    """
     started = time.perf_counter()
     result = CaseResult(cassette=path)
     try:
@@ -158,10 +230,14 @@ async def replay_case(
         result.route, calls, base_url = case_options(cassette)
         result.fragments = sum(len(i.fragment_sizes()) for i in cassette.interactions)
         settings = cassette.metadata.get("adapter") or {}
-        adapter = routes.adapter(
-            result.route, base_url=base_url, drop_reasoning=bool(settings.get("drop_reasoning", False))
-        )
-        async with use_cassette(path, "none", fragmentation=fragmentation, speed=speed) as session:
+        drop_reasoning = bool(settings.get("drop_reasoning", False))
+        if adapters is not None:
+            adapter = adapters.adapter(result.route, base_url=base_url, drop_reasoning=drop_reasoning)
+        else:
+            adapter = routes.adapter(result.route, base_url=base_url, drop_reasoning=drop_reasoning)
+        # the cassette read above is the one replayed: a second read would double the cost
+        async with use_cassette(path, "none", fragmentation=fragmentation, speed=speed,
+                                cassette=cassette) as session:
             for options in calls:
                 result.outcomes.append(await run_adapter(adapter, options))
         _judge_case(result, path, update_golden=update_golden, unplayed=len(session.unplayed) if not allow_unplayed else 0)
@@ -173,12 +249,15 @@ async def replay_case(
 
 
 def _judge_case(result: CaseResult, path: Path, *, update_golden: bool, unplayed: int) -> None:
-    for outcome in result.outcomes:
+    for call, outcome in enumerate(result.outcomes, start=1):
         if outcome.violations:
             first = outcome.violations[0]
             more = f" (+{len(outcome.violations) - 1} more)" if len(outcome.violations) > 1 else ""
             result.short = f"{first.rule} (chunk {first.position})"
             result.problem = f"{first.rule} at chunk {first.position}: {first.message}{more}"
+            golden = golden_path_for(path, call)
+            # a golden holds one chunk per line, so the chunk's line is known when there is one
+            result.where = (golden, first.position + 1) if golden.is_file() else None
             return
     if unplayed:
         result.short = "unplayed interactions"
@@ -199,7 +278,13 @@ def _judge_case(result: CaseResult, path: Path, *, update_golden: bool, unplayed
         result.golden, result.problem = judge_golden(path, outcome.golden_bytes(), update=update_golden, call=call)
         if result.problem:
             result.short = f"golden {result.golden}"
+            if result.golden == "differs":
+                found = _FIRST_DIFFERENCE.search(result.problem)
+                result.where = (golden_path_for(path, call), int(found.group(1)) if found else 1)
             return
+
+
+_FIRST_DIFFERENCE = re.compile(r"first difference at chunk \d+ \(line (\d+)\)")
 
 
 def _golden_finished(cassette: Path, call: int) -> bool:

@@ -111,12 +111,18 @@ def _check_fault_reaches(fault: Fault, cassette: Cassette) -> None:
 
 
 def _sessions_using(path: Path) -> list[CassetteSession]:
+    if not active_handlers():
+        return []  # resolving costs a system call per folder of the path
     resolved = path.resolve()
     return [s for s in active_handlers() if isinstance(s, CassetteSession) and s.path.resolve() == resolved]
 
 
 class CassetteSession:
-    """One cassette in use: what was played, what was recorded, what is left."""
+    """One cassette in use: what was played, what was recorded, what is left.
+
+    ``cassette``: the file at ``path`` already loaded, replayed instead of
+    reading it again (``replay_case`` reads it first for its metadata).
+    """
 
     def __init__(
         self,

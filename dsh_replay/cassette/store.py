@@ -38,7 +38,14 @@ import yaml
 from ..errors import CassetteError
 from ..protocol.fields import FieldError
 from .files import atomic_write
-from .interaction import Interaction, RecordedError, as_bytes, headers_dict, interaction_from_dict
+from .interaction import (
+    Interaction,
+    RecordedError,
+    as_bytes,
+    headers_dict,
+    interaction_from_dict,
+    read_yaml_file,
+)
 from .secrets import find_secrets
 
 __all__ = ["FORMAT_VERSION", "Cassette", "Interaction", "RecordMode", "RecordedError"]
@@ -86,7 +93,6 @@ for _dumper in (_Dumper, _PyDumper):
     _dumper.add_representer(_Literal, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", str(s), style="|"))
     _dumper.add_representer(_Flow, lambda d, s: d.represent_sequence("tag:yaml.org,2002:seq", list(s), flow_style=True))
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
@@ -171,15 +177,11 @@ class Cassette:
     def load(cls, path: str | os.PathLike[str]) -> Cassette:
         path = Path(path)
         try:
-            # bytes, not text: a body with one emoji would make the whole file a
-            # 4-bytes-per-character str on the way to the loader
-            text = path.read_bytes()
+            data = read_yaml_file(path)  # a safe loader: no arbitrary objects
         except FileNotFoundError:
             raise CassetteError(f"cassette {path} does not exist", path=str(path)) from None
         except OSError as exc:
             raise CassetteError(f"cannot read cassette {path}: {exc}", path=str(path)) from None
-        try:
-            data = yaml.load(text, Loader=_Loader)  # a safe loader: no arbitrary objects
         except yaml.YAMLError as exc:
             where = ""
             mark = getattr(exc, "problem_mark", None)

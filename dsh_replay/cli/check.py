@@ -7,19 +7,18 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-import httpx
 import orjson
 
 from ..adapters.route_table import RouteTable
-from ..cassette.files import has_metadata
+from ..cassette.files import has_metadata, unwritable_reason
 from ..cassette.golden import GOLDEN_SUFFIX
-from ..cassette.replay import CaseResult, replay_case
+from ..cassette.replay import AdapterCache, CaseResult, replay_case
 from ..errors import ConfigError, DshReplayError
-from ..wire.transport import _tls_context
+from .check_outputs import Progress, github_annotations, write_junit_xml
 from .common import FRAGMENTATION_HELP, add_plugins, fragmentation_type, route_table
 from .validate import validate_file
 
@@ -69,61 +68,105 @@ def _case_label(path: Path) -> str:
     return name
 
 
-def _progress(stream: TextIO, done: int, total: int, label: str) -> None:
-    if stream.isatty():
-        stream.write(f"\r\033[K[{done}/{total}] {label}")
-        stream.flush()
-
-
 async def _warm_up(first: Path, routes: RouteTable, fragmentation: str) -> None:
-    """Pay, before any row is timed, what only the first replay would pay (~300 ms, more than a whole case).
+    """Pay, before any row is timed, what only the first replay would pay (~200 ms, more than a whole case).
 
     The built-in adapters' imports (each route's first row would pay its own),
-    httpx's transport (httpcore is imported with the first client) and the TLS
-    context the adapters share; then one dry replay of the first case, for
-    whatever else is imported or built on first use (the cassette reader's vcrpy
-    types, a configured adapter's own imports). It is never an update: nothing
-    is written, and its result is dropped.
+    then one dry replay of the first case, for whatever else is imported or
+    built on first use (the cassette reader's vcrpy types, a configured
+    adapter's own imports). The built-in adapters share one offline client, so
+    no connection pool or TLS context is built at all. It is never an update:
+    nothing is written, and its result is dropped. Workers (``-n``) are forks
+    made after it, so they start warm.
     """
     from ..adapters import BUILTIN_ROUTES, adapter_class
 
     for route in BUILTIN_ROUTES:
         adapter_class(route)
-    async with httpx.AsyncClient(verify=_tls_context()):
-        pass
-    await replay_case(first, routes, fragmentation=fragmentation, update_golden=False)
+    adapters = AdapterCache(routes)
+    try:
+        await replay_case(first, routes, fragmentation=fragmentation, update_golden=False, adapters=adapters)
+    finally:
+        await adapters.aclose()
 
 
-async def _check_all(
-    cassettes: list[Path], goldens: list[Path], routes: RouteTable, fragmentation: str, update: bool, progress: TextIO
+def _case_row(path: Path, result: CaseResult) -> dict[str, Any]:
+    where = [str(result.where[0]), result.where[1]] if result.where else None
+    return {
+        # "?": the cassette could not be read far enough to know its route
+        "case": _case_label(path), "route": None if result.route == "?" else result.route, "path": str(path),
+        "fragments": result.fragments, "chunks": result.chunks, "blocks": result.blocks,
+        "ok": result.ok, "verdict": result.verdict, "seconds": result.seconds, "where": where,
+        # the golden diff ends with the pytest way to accept; here it is this command's
+        "problem": result.problem.replace("with: pytest --update-golden", "with: dsh-replay check --update"),
+    }
+
+
+class _BatchRunner:
+    """Replays batches of cases with adapters shared across the batches of one process (and its event loop)."""
+
+    def __init__(self, routes: RouteTable, fragmentation: str, update: bool) -> None:
+        self.routes, self.fragmentation, self.update = routes, fragmentation, update
+        self._adapters: AdapterCache | None = None
+
+    async def __call__(self, batch: list[Path], report: Callable[[Path, dict[str, Any]], None]) -> None:
+        if self._adapters is None:
+            self._adapters = AdapterCache(self.routes)
+        for path in batch:
+            result = await replay_case(path, self.routes, fragmentation=self.fragmentation,
+                                       update_golden=self.update, adapters=self._adapters)
+            report(path, _case_row(path, result))
+
+    async def aclose(self) -> None:
+        if self._adapters is not None:
+            await self._adapters.aclose()
+            self._adapters = None
+
+
+def _can_fork() -> bool:
+    """Workers are forks (they inherit the warmed-up process); where there is no fork, one process."""
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _check_all(
+    cassettes: list[Path], goldens: list[Path], routes: RouteTable, fragmentation: str, update: bool,
+    progress: Progress, jobs: int,
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    total = len(cassettes) + len(goldens)
     if cassettes:
-        await _warm_up(cassettes[0], routes, fragmentation)
-    for done, path in enumerate(cassettes, start=1):
-        _progress(progress, done, total, str(path))
-        result: CaseResult = await replay_case(path, routes, fragmentation=fragmentation, update_golden=update)
-        rows.append({
-            # "?": the cassette could not be read far enough to know its route
-            "case": _case_label(path), "route": None if result.route == "?" else result.route, "path": str(path),
-            "fragments": result.fragments, "chunks": result.chunks, "blocks": result.blocks,
-            "ok": result.ok, "verdict": result.verdict, "seconds": result.seconds,
-            # the golden diff ends with the pytest way to accept; here it is this command's
-            "problem": result.problem.replace("with: pytest --update-golden", "with: dsh-replay check --update"),
-        })
+        asyncio.run(_warm_up(cassettes[0], routes, fragmentation))
+        run_batch = _BatchRunner(routes, fragmentation, update)
+        if jobs > 1 and len(cassettes) > 1 and _can_fork():
+            from .check_parallel import check_in_workers
+
+            rows = check_in_workers(cassettes, jobs, run_batch, _case_label,
+                                    lambda done, row: progress.update(done, row["path"]))
+        else:
+            def collect(path: Path, row: dict[str, Any]) -> None:
+                rows.append(row)
+                progress.update(len(rows), str(path))
+
+            async def run_all() -> None:
+                try:
+                    await run_batch(cassettes, collect)
+                finally:
+                    await run_batch.aclose()
+
+            asyncio.run(run_all())
     for done, path in enumerate(goldens, start=len(cassettes) + 1):
-        _progress(progress, done, total, str(path))
         rows.append(_golden_row(path))
-    if total and progress.isatty():
-        progress.write("\r\033[K")
+        progress.update(done, str(path))
+    progress.clear()
     return rows
 
 
 def _golden_row(path: Path) -> dict[str, Any]:
     """The row of a golden without a cassette: the rules only, no route (nothing was replayed)."""
     started = time.perf_counter()
-    row: dict[str, Any] = {"case": _case_label(path), "route": None, "path": str(path), "fragments": 0}
+    row: dict[str, Any] = {"case": _case_label(path), "route": None, "path": str(path), "fragments": 0,
+                           "where": None}
     try:
         report = validate_file(path)
     except DshReplayError as exc:  # unreadable (a folder of that name), or not a chunk file at all
@@ -135,6 +178,7 @@ def _golden_row(path: Path) -> dict[str, Any]:
         line, first = report.violations[0]
         problem = "\n".join(f"{path}:{n}: {v.rule} {v.message}" for n, v in report.violations)
         verdict = f"FAIL {first.rule} (line {line})"
+        row["where"] = [str(path), line]
     verdict = verdict or ("ok" if report.raised is None else f"ok (raised {report.raised})")
     return row | {"chunks": report.chunks, "blocks": report.blocks, "ok": not problem, "verdict": verdict,
                   "problem": problem, "seconds": time.perf_counter() - started}
@@ -147,6 +191,22 @@ def _skipped_note(skipped: Sequence[Path]) -> str:
             "cannot be replayed without their test; record through the dsh_replay fixture or dsh-replay record)")
 
 
+def jobs_type(value: str) -> int:
+    """An argparse type: ``auto`` (one worker per CPU this process may use) or a positive count."""
+    if value == "auto":
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not on Linux
+            return max(1, os.cpu_count() or 1)
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"-n wants auto or a number of processes (1 or more), got {value!r}")
+    return jobs
+
+
 def run_check(
     paths: Sequence[str],
     out: TextIO,
@@ -156,43 +216,71 @@ def run_check(
     as_json: bool = False,
     routes: RouteTable | None = None,
     progress: TextIO | None = None,
+    jobs: int = 1,
+    quiet: bool = False,
+    junit: Path | None = None,
+    github: bool = False,
 ) -> int:
     if update and os.environ.get("CI"):
         raise ConfigError(
             "check --update is refused because CI is set: CI only replays committed cassettes and goldens. "
             "Update locally, review the diff, and commit."
         )
+    if junit is not None and (reason := unwritable_reason(junit)):
+        # found before the run, not after every case was paid for
+        raise ConfigError(f"--junit-xml {junit} cannot be written: {reason}")
     cassettes, goldens, skipped = find_cases(paths)
     if not cassettes and not goldens:
         out.write(f"no cassettes with dsh_replay metadata and no goldens under {', '.join(paths)}"
                   f"{_skipped_note(skipped)}\n")
         return 1
     table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
-    rows = asyncio.run(_check_all(cassettes, goldens, table, fragmentation, update, progress or sys.stderr))
+    meter = Progress(progress or sys.stderr, len(cassettes) + len(goldens))
+    rows = _check_all(cassettes, goldens, table, fragmentation, update, meter, jobs)
     failures = [row for row in rows if not row["ok"]]
+    if junit is not None:
+        write_junit_xml(junit, rows)
     if as_json:
-        out.write(orjson.dumps({"cases": rows, "passed": len(rows) - len(failures), "failed": len(failures)},
+        # "where" serves the annotations; the JSON rows keep their documented fields
+        cases = [{key: value for key, value in row.items() if key != "where"} for row in rows]
+        out.write(orjson.dumps({"cases": cases, "passed": len(rows) - len(failures), "failed": len(failures)},
                                option=orjson.OPT_INDENT_2).decode() + "\n")
-        return 1 if failures else 0
-    out.write(render_table(
-        ("case", "route", "fragments", "chunks", "blocks", "verdict", "time"),
-        [(r["case"], r["route"] or "-", str(r["fragments"]), str(r["chunks"]), str(r["blocks"]), r["verdict"],
-          f"{r['seconds'] * 1000:.0f} ms") for r in rows],
-    ))
-    total_chunks = sum(r["chunks"] for r in rows)
-    out.write(f"\n{len(rows)} case(s), {total_chunks} chunks: {len(rows) - len(failures)} passed, {len(failures)} failed"
-              f"{_skipped_note(skipped)}\n")
-    for row in failures:
-        out.write(f"\n{row['path']}:\n{row['problem']}\n")
+    else:
+        _write_table(out, rows, failures, skipped, quiet=quiet)
+    if github:
+        # after JSON they would make stdout unparseable; the runner reads commands from stderr too
+        ((progress or sys.stderr) if as_json else out).write(github_annotations(rows))
     return 1 if failures else 0
+
+
+def _write_table(out: TextIO, rows: list[dict[str, Any]], failures: list[dict[str, Any]],
+                 skipped: Sequence[Path], *, quiet: bool) -> None:
+    shown = failures if quiet else rows
+    if shown:
+        out.write(render_table(
+            ("case", "route", "fragments", "chunks", "blocks", "verdict", "time"),
+            [(r["case"], r["route"] or "-", str(r["fragments"]), str(r["chunks"]), str(r["blocks"]), r["verdict"],
+              f"{r['seconds'] * 1000:.0f} ms") for r in shown],
+        ))
+        out.write("\n")
+    total_chunks = sum(r["chunks"] for r in rows)
+    out.write(f"{len(rows)} case(s), {total_chunks} chunks: {len(rows) - len(failures)} passed, {len(failures)} failed"
+              f"{_skipped_note(skipped)}\n")
+    if not quiet:
+        for row in failures:
+            out.write(f"\n{row['path']}:\n{row['problem']}\n")
 
 
 DESCRIPTION = (
     "Replay every cassette with dsh_replay metadata under PATHS through its route's adapter, run the\n"
     "rules P1-P12, compare the chunks with the golden, and print one row per case. Goldens without a\n"
-    "cassette are checked against the rules. Exit 1 if any case fails."
+    "cassette are checked against the rules. Exit 1 if any case fails.\n"
+    "\n"
+    "-n spreads the cases over processes (rows stay in input order); -q prints only the failing rows\n"
+    "and the summary; --junit-xml and --github write what CI shows. On a terminal, stderr shows a\n"
+    "progress line (done/total, rate, ETA)."
 )
-EXAMPLE = "dsh-replay check cassettes"
+EXAMPLE = "dsh-replay check -n auto --junit-xml check.xml cassettes"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -200,9 +288,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--update", action="store_true", help="write missing and differing goldens")
     parser.add_argument("--fragmentation", type=fragmentation_type, default="recorded", help=FRAGMENTATION_HELP)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("-n", dest="jobs", type=jobs_type, default=1, metavar="auto|N",
+                        help="replay in N processes (auto: one per CPU); default 1, in this process")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the failing rows and the summary")
+    parser.add_argument("--junit-xml", type=Path, default=None, metavar="FILE",
+                        help="also write a JUnit XML report: one testcase per case, classname = route")
+    parser.add_argument("--github", action="store_true",
+                        help="also print a GitHub Actions ::error annotation per failing case")
     add_plugins(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return run_check(args.paths, out, update=args.update, fragmentation=args.fragmentation, as_json=args.json,
-                     routes=route_table(args), progress=err)
+                     routes=route_table(args), progress=err, jobs=args.jobs, quiet=args.quiet,
+                     junit=args.junit_xml, github=args.github)

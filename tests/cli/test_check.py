@@ -241,10 +241,11 @@ class _Terminal(io.StringIO):
 def test_progress_on_a_terminal_goes_to_stderr_and_is_cleared(project: Path) -> None:
     out, err = io.StringIO(), _Terminal()
     assert main(["check", "cassettes"], out=out, err=err) == 0
-    assert err.getvalue() == (
-        f"\r\x1b[K[1/2] {Path('cassettes/my-provider/greeting.yaml')}"
-        f"\r\x1b[K[2/2] {Path('cassettes/my-provider/umlauts.yaml')}\r\x1b[K"
-    )
+    # the first case is always drawn; the last one always, whatever the redraw interval skipped
+    first = re.escape(str(Path("cassettes/my-provider/greeting.yaml")))
+    last = re.escape(str(Path("cassettes/my-provider/umlauts.yaml")))
+    assert re.fullmatch(rf"\r\x1b\[K\[1/2\][^\r]* {first}(\r\x1b\[K\[2/2\][^\r]* {last})\r\x1b\[K", err.getvalue()), \
+        err.getvalue()
     assert "\x1b" not in out.getvalue()
 
 
@@ -275,7 +276,7 @@ print(code, first[-1][1])
 
 def test_start_up_is_paid_before_the_first_row_is_timed(project: Path) -> None:
     # A fresh interpreter, as a user runs it: the first row must not carry the imports
-    # and the httpx/TLS set-up (~300 ms) that every later row gets for free. The row's
+    # (~200 ms) that every later row gets for free. The row's
     # replay is the last one of its cassette (a dry run before it may pay them).
     bundled = SEED_GOLDEN.parents[1] / "anthropic"
     (project / "cassettes" / "anthropic").mkdir()
@@ -283,8 +284,9 @@ def test_start_up_is_paid_before_the_first_row_is_timed(project: Path) -> None:
         shutil.copy(bundled / name, project / "cassettes" / "anthropic" / name)
     env = {key: value for key, value in os.environ.items() if key != "CI"}
     done = subprocess.run([sys.executable, "-c", WARM_UP_PROBE], capture_output=True, text=True, env=env, check=False)
+    # the built-in adapters replay through one offline client: no connection pool, no TLS context
     assert done.stdout.splitlines()[-1] == (
-        "0 {'httpcore': True, 'TLS context': 1, 'anthropic adapter': True, 'vcrpy': True}"
+        "0 {'httpcore': False, 'TLS context': 0, 'anthropic adapter': True, 'vcrpy': True}"
     ), done.stdout + done.stderr
 
 

@@ -1,0 +1,113 @@
+"""``dsh-replay check`` at the scale of a real suite.
+
+**Against the parse floor.** The bundled cassettes (``cassettes/``) are copied
+into a temporary folder until there are about 1,000 of them (12 copies of the
+bundled set, with their goldens). One run of ``run_check`` over the folder (in
+this process: what a user waits for after start-up) is compared with parsing
+the same files with libyaml (``yaml.load(f, Loader=yaml.CSafeLoader)``), the
+least any checker that reads the YAML pays. The two are interleaved, five runs
+each (three with ``--quick``, over 4 copies), medians; the ratio is check time
+over parse time.
+
+**Processes.** The same folder checked with ``-n 2`` and with ``-n 1``, each
+in a fresh ``python -m dsh_replay check`` subprocess (the worker start-up is
+part of what ``-n`` costs), interleaved, medians; the ratio is the ``-n 1``
+wall time over the ``-n 2`` one.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+RUNS = 5
+
+
+def make_suite(folder: Path, copies: int) -> list[Path]:
+    for n in range(copies):
+        shutil.copytree(ROOT / "cassettes", folder / f"copy-{n:02d}")
+    return sorted(p for p in folder.rglob("*.yaml"))
+
+
+def parse_floor(files: list[Path]) -> float:
+    start = time.perf_counter()
+    for path in files:
+        with path.open("rb") as handle:
+            yaml.load(handle, Loader=yaml.CSafeLoader)
+    return time.perf_counter() - start
+
+
+def check_once(folder: Path) -> float:
+    from dsh_replay.cli.check import run_check
+
+    out = io.StringIO()
+    start = time.perf_counter()
+    code = run_check([str(folder)], out, progress=io.StringIO())
+    seconds = time.perf_counter() - start
+    if code != 0:
+        raise AssertionError(f"check failed on the bundled cassettes:\n{out.getvalue()[-2000:]}")
+    return seconds
+
+
+def check_process(folder: Path, jobs: int) -> float:
+    env = {key: value for key, value in os.environ.items() if key != "CI"}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "dsh_replay", "check", "-q", "-n", str(jobs), str(folder)],
+                          capture_output=True, text=True, check=False, cwd=ROOT, env=env)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise AssertionError(f"check -n {jobs} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return seconds
+
+
+def run(quick: bool = False) -> list[dict[str, object]]:
+    runs = 3 if quick else RUNS
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-check-") as tmp:
+        folder = Path(tmp)
+        files = make_suite(folder, 4 if quick else 12)
+        check_once(folder)  # the first run pays the imports
+        floors: list[float] = []
+        checks: list[float] = []
+        for _ in range(runs):
+            floors.append(parse_floor(files))
+            checks.append(check_once(folder))
+        one: list[float] = []
+        two: list[float] = []
+        for _ in range(runs):
+            one.append(check_process(folder, 1))
+            two.append(check_process(folder, 2))
+    floor, check = statistics.median(floors), statistics.median(checks)
+    single, double = statistics.median(one), statistics.median(two)
+    samples: dict[str, Any] = {"floor_s": floors, "check_s": checks, "n1_s": one, "n2_s": two}
+    return [
+        {"benchmark": "check", "name": "check vs libyaml parse floor", "cassettes": len(files),
+         "check_s": check, "floor_s": floor, "ratio": check / floor, "samples": samples},
+        {"benchmark": "check", "name": "check -n 2 vs -n 1", "cassettes": len(files),
+         "n1_s": single, "n2_s": double, "speedup": single / double, "cpus": os.cpu_count()},
+    ]
+
+
+def render(rows: list[dict[str, object]]) -> str:
+    floor, parallel = rows
+    return "\n".join([
+        f"{floor['cassettes']} cassettes: check {floor['check_s']:.2f} s, parse floor {floor['floor_s']:.2f} s, "
+        f"{floor['ratio']:.2f}x the floor",
+        f"-n 1 {parallel['n1_s']:.2f} s, -n 2 {parallel['n2_s']:.2f} s: {parallel['speedup']:.2f}x faster",
+    ])
+
+
+if __name__ == "__main__":
+    print(render(run(quick="--quick" in sys.argv[1:])))

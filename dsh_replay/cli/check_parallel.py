@@ -1,0 +1,169 @@
+"""``dsh-replay check -n N``: the cassette cases spread over worker processes.
+
+Each worker is a fork of the checking process (the route table, the imported
+adapters and the warmed-up state come with it, nothing is pickled but paths
+and rows). Workers take small batches from the parent and send back one row
+per case as it finishes, so a worker that dies costs one FAIL row — the case
+it was replaying — and a fresh worker takes over the rest of its batch. Every
+case is replayed by exactly one worker, so ``--update`` writes each golden once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import multiprocessing
+import multiprocessing.connection
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["check_in_workers", "crash_row"]
+
+Row = dict[str, Any]
+
+
+class RunBatch(Protocol):
+    """Replays a batch of cases in order, calling back with each case's row; ``aclose`` when done."""
+
+    async def __call__(self, batch: list[Path], report: Callable[[Path, Row], None]) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+#: small enough to balance the workers at the end of a run, big enough that messages cost little
+_BATCH = 8
+
+
+def crash_row(path: Path, label: str, exitcode: int | None) -> Row:
+    how = f"exit code {exitcode}" if exitcode is not None and exitcode >= 0 else f"signal {-(exitcode or 0)}"
+    return {
+        "case": label, "route": None, "path": str(path), "fragments": 0, "chunks": 0, "blocks": 0, "ok": False,
+        "verdict": "FAIL worker crashed", "seconds": 0.0, "where": None,
+        "problem": (f"the worker process replaying {path} died ({how}) before it finished the case; "
+                    "run it alone with dsh-replay check -n 1 to see why"),
+    }
+
+
+def _worker(connection: Connection, run_batch: RunBatch) -> None:
+    async def serve() -> None:
+        while True:
+            batch: list[Path] | None = connection.recv()
+            if batch is None:
+                break
+            await run_batch(batch, lambda path, row: connection.send(row))
+            connection.send(None)  # the batch is done: ready for the next
+        await run_batch.aclose()
+
+    try:
+        asyncio.run(serve())
+    except (EOFError, KeyboardInterrupt):  # the parent is gone or interrupted: nothing left to report to
+        pass
+    finally:
+        connection.close()
+
+
+@dataclass
+class _Worker:
+    process: BaseProcess
+    connection: Connection
+    #: indexes of the cases sent and not yet reported, in order
+    pending: deque[int] = field(default_factory=deque)
+    #: a batch was sent and its end not yet reported
+    busy: bool = False
+
+
+def check_in_workers(
+    cassettes: list[Path],
+    jobs: int,
+    run_batch: RunBatch,
+    label: Callable[[Path], str],
+    on_row: Callable[[int, Row], None],
+) -> list[Row]:
+    """The rows of ``cassettes``, in their order, replayed by up to ``jobs`` forked workers."""
+    context = multiprocessing.get_context("fork")
+    rows: list[Row | None] = [None] * len(cassettes)
+    queue = deque(range(len(cassettes)))
+    workers: list[_Worker] = []
+    done = 0
+
+    def start() -> None:
+        parent, child = context.Pipe()
+        process = context.Process(target=_worker, args=(child, run_batch), daemon=True)
+        # a collection in a worker would walk, and so copy page by page, the whole
+        # inherited heap: frozen, the parent's objects are left out of it
+        gc.freeze()
+        try:
+            process.start()
+        finally:
+            gc.unfreeze()
+        child.close()
+        workers.append(_Worker(process, parent))
+
+    def feed(worker: _Worker) -> None:
+        batch = [queue.popleft() for _ in range(min(_BATCH, len(queue)))]
+        worker.pending.extend(batch)
+        worker.busy = True
+        worker.connection.send([cassettes[n] for n in batch])
+
+    def record(index: int, row: Row) -> None:
+        nonlocal done
+        rows[index] = row
+        done += 1
+        on_row(done, row)
+
+    for _ in range(min(jobs, len(cassettes))):
+        start()
+    try:
+        for worker in workers:
+            feed(worker)
+        while any(worker.busy for worker in workers):
+            busy = {worker.connection: worker for worker in workers if worker.busy}
+            for ready in multiprocessing.connection.wait(list(busy)):
+                worker = busy[ready]  # type: ignore[index]
+                try:
+                    message = worker.connection.recv()
+                except (EOFError, OSError):
+                    _lost(worker, cassettes, label, record, queue)
+                    workers.remove(worker)
+                    if queue:
+                        start()
+                        feed(workers[-1])
+                    continue
+                if message is None:  # a batch finished
+                    worker.busy = False
+                    if queue:
+                        feed(worker)
+                    continue
+                record(worker.pending.popleft(), message)
+    finally:
+        for worker in workers:
+            _stop(worker)
+    return [row for row in rows if row is not None]
+
+
+def _lost(worker: _Worker, cassettes: list[Path], label: Callable[[Path], str],
+          record: Callable[[int, Row], None], queue: deque[int]) -> None:
+    """A worker died: its current case fails, the rest of its batch goes back to the queue."""
+    worker.process.join(timeout=5)
+    worker.connection.close()
+    if worker.pending:  # empty: it died between its batch's last row and the batch's end
+        current = worker.pending.popleft()
+        record(current, crash_row(cassettes[current], label(cassettes[current]), worker.process.exitcode))
+    queue.extendleft(reversed(worker.pending))
+    worker.pending.clear()
+
+
+def _stop(worker: _Worker) -> None:
+    with contextlib.suppress(OSError, ValueError):  # already gone
+        worker.connection.send(None)
+    worker.process.join(timeout=5)
+    if worker.process.is_alive():
+        worker.process.kill()
+        worker.process.join(timeout=5)
+    worker.connection.close()

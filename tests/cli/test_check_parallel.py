@@ -1,0 +1,87 @@
+"""``dsh-replay check -n``: the same rows, in the same order, from worker processes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dsh_replay.cli.check import jobs_type
+
+from .conftest import run
+
+#: a route whose adapter kills the process that builds it: a worker that dies mid-case
+CRASHING = '''
+import os
+
+
+def build(**kwargs):
+    os._exit(7)
+'''
+
+
+def _rows(output: str) -> list[str]:
+    return [re.sub(r"  +(time|-+|\d+ ms)$", "", line) for line in output.splitlines()]
+
+
+def _many(project: Path, copies: int) -> None:
+    source = project / "cassettes" / "my-provider"
+    for n in range(copies):
+        shutil.copytree(source, project / "cassettes" / f"copy-{n:02d}")
+
+
+def test_workers_give_the_rows_of_one_process_in_input_order(project: Path) -> None:
+    _many(project, 12)  # 26 cases: several batches per worker
+    golden = project / "cassettes" / "copy-05" / "umlauts.chunks.jsonl"
+    golden.write_bytes(golden.read_bytes().replace(b" aus K\xc3\xb6ln", b" aus Bonn"))
+    alone = run("check", "-n", "1", "cassettes")
+    spread = run("check", "-n", "2", "cassettes")
+    assert (alone.code, spread.code) == (1, 1)
+    assert _rows(spread.out) == _rows(alone.out)
+    assert "26 case(s), 156 chunks: 25 passed, 1 failed" in spread.out
+
+
+def test_update_in_workers_writes_each_missing_golden(project: Path) -> None:
+    _many(project, 3)
+    goldens = sorted((project / "cassettes").rglob("*.chunks.jsonl"))
+    expected = {path: path.read_bytes() for path in goldens}
+    for path in goldens:
+        path.unlink()
+    result = run("check", "-n", "2", "--update", "cassettes")
+    assert result.code == 0, result.out
+    assert result.out.count("ok, golden written") == len(goldens) == 8
+    assert {path: path.read_bytes() for path in goldens} == expected
+    assert run("check", "-n", "2", "cassettes").code == 0
+
+
+def test_a_worker_that_dies_fails_its_case_only(project: Path) -> None:
+    _many(project, 2)
+    (project / "crashing_route.py").write_text(CRASHING, encoding="utf-8")
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text(encoding="utf-8") + '"crashing" = "crashing_route:build"\n',
+                         encoding="utf-8")
+    cassettes = project / "cassettes" / "my-provider"
+    greeting = (cassettes / "greeting.yaml").read_text(encoding="utf-8")
+    # sorted after the first case, which the parent replays once before the workers start
+    (cassettes / "zz-crash.yaml").write_text(greeting.replace("route: my-provider", "route: crashing"),
+                                             encoding="utf-8")
+    result = run("check", "-n", "2", "cassettes")
+    assert result.code == 1
+    assert re.search(r"^zz-crash +- +0 +0 +0 +FAIL worker crashed", result.out, re.M), result.out
+    assert "died (exit code 7) before it finished the case" in result.out
+    assert "7 case(s), 36 chunks: 6 passed, 1 failed" in result.out
+
+
+def test_jobs_are_auto_or_a_positive_count() -> None:
+    assert jobs_type("3") == 3
+    assert jobs_type("auto") >= 1
+    with pytest.raises(Exception, match=r"-n wants auto or a number of processes \(1 or more\), got '0'"):
+        jobs_type("0")
+
+
+def test_a_bad_job_count_is_a_usage_error(project: Path) -> None:
+    result = run("check", "-n", "many", "cassettes")
+    assert result.code == 2
+    assert "-n wants auto or a number of processes (1 or more), got 'many'" in result.err
