@@ -10,6 +10,8 @@ e2e         ``bench_e2e.py``       events/s, bytes -> validated StreamChunks
 validator   ``bench_validator.py`` chunks/s over 1M chunk objects
 memory      ``bench_memory.py``    RSS replaying a 100 MB body; µs/fragment recording
 suite       ``bench_suite.py``     ms/test over 500 generated cassette tests
+check       ``bench_check.py``     ``dsh-replay check`` over ~1,000 cassettes; -n 2
+import      ``bench_import.py``    start-up: ``import dsh_replay``, ``--help``, ``routes``
 ==========  =====================  ==========================================
 
 Every figure is the median of at least five runs (three for ``--quick``), and
@@ -44,7 +46,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_check  # noqa: E402
 import bench_e2e  # noqa: E402
+import bench_import  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_sse  # noqa: E402
 import bench_suite  # noqa: E402
@@ -156,6 +160,8 @@ def memory_rows(raw: list[dict[str, Any]]) -> list[Row]:
             "use_cassette: load (peak RSS)",
             f"{load['rss_bytes'] / MB:,.1f} MB",
             f"{load['x_body']:.2f}x body",
+            "<= 2x body",
+            load["x_body"] <= 2.0,
         ),
         _row(
             f"memory ({body:.0f} MB body)",
@@ -196,6 +202,43 @@ def suite_rows(raw: list[dict[str, Any]]) -> list[Row]:
                 row["vs_pytest_recording"] <= 1.0 if ours else None,
             )
         )
+    by_name = {row["name"]: row for row in raw}
+    ours_row, floor = by_name["dsh_replay plugin"], by_name["no cassette (respx)"]
+    # per-test overhead: within 5% of what a test with no cassette at all costs, in pytest-recording's terms
+    rows.append(_row(section, "per-test overhead (ours / no-cassette floor)",
+                     f"{ours_row['ms_per_test'] / floor['ms_per_test']:.2f}x floor",
+                     f"{ours_row['vs_pytest_recording']:.2f}x pytest-rec.", "<= 0.95x pytest-rec.",
+                     ours_row["vs_pytest_recording"] <= 0.95))
+    return rows
+
+
+def check_rows(raw: list[dict[str, Any]]) -> list[Row]:
+    floor, parallel = raw
+    section = f"check ({floor['cassettes']:,} cassettes)"
+    return [
+        _row(section, "check vs libyaml parse floor", f"{floor['check_s']:.2f} s",
+             f"{floor['ratio']:.2f}x floor", "<= 2.0x floor", floor["ratio"] <= 2.0),
+        _row(section, "check -n 2 vs -n 1", f"{parallel['n2_s']:.2f} s",
+             f"{parallel['speedup']:.2f}x faster", ">= 1.6x faster", parallel["speedup"] >= 1.6),
+    ]
+
+
+def import_rows(raw: list[dict[str, Any]]) -> list[Row]:
+    by_name = {row["name"]: row for row in raw}
+    bare, vcr = by_name["python -c pass"]["seconds"], by_name["import vcr"]["seconds"]
+    section = f"start-up ({raw[0]['runs']} fresh interpreters)"
+    ours = by_name["import dsh_replay"]
+    rows = [
+        _row(section, "import vcr (pytest-recording's)", f"{(vcr - bare) * 1000:.0f} ms"),
+        _row(section, "import dsh_replay", f"{(ours['seconds'] - bare) * 1000:.0f} ms",
+             f"{(ours['seconds'] - bare) / (vcr - bare):.2f}x import vcr", "<= 1.00x import vcr",
+             ours["seconds"] - bare <= vcr - bare),
+    ]
+    for name in ("dsh-replay --help", "dsh-replay routes"):
+        row = by_name[name]
+        heavy = ", ".join(row["heavy"]) or "none"
+        rows.append(_row(section, name, f"{(row['seconds'] - bare) * 1000:.0f} ms", f"loads: {heavy}",
+                         "no vcrpy, httpx, adapters", not row["heavy"]))
     return rows
 
 
@@ -207,6 +250,8 @@ SECTIONS: dict[
     "validator": (bench_validator.run, validator_rows),
     "memory": (bench_memory.run, memory_rows),
     "suite": (bench_suite.run, suite_rows),
+    "check": (bench_check.run, check_rows),
+    "import": (bench_import.run, import_rows),
 }
 
 
