@@ -39,9 +39,16 @@ class RunBatch(Protocol):
 #: small enough to balance the workers at the end of a run, big enough that messages cost little
 _BATCH = 8
 
+#: seconds without a row from any busy worker before they count as hung (a replay takes milliseconds)
+HANG_SECONDS = 120.0
 
-def crash_row(path: Path, label: str, exitcode: int | None) -> Row:
+
+def crash_row(path: Path, label: str, exitcode: int | None, *, hung: bool = False) -> Row:
     how = f"exit code {exitcode}" if exitcode is not None and exitcode >= 0 else f"signal {-(exitcode or 0)}"
+    if hung:
+        return {**crash_row(path, label, exitcode), "verdict": "FAIL worker hung", "problem": (
+            f"the worker process replaying {path} gave no result for {HANG_SECONDS:.0f} s and was stopped; "
+            "run it alone with dsh-replay check -n 1 to see where it waits")}
     return {
         "case": label, "route": None, "path": str(path), "fragments": 0, "chunks": 0, "blocks": 0, "ok": False,
         "verdict": "FAIL worker crashed", "seconds": 0.0, "where": None,
@@ -124,7 +131,19 @@ def check_in_workers(
             feed(worker)
         while any(worker.busy for worker in workers):
             busy = {worker.connection: worker for worker in workers if worker.busy}
-            for ready in multiprocessing.connection.wait(list(busy)):
+            ready_now = multiprocessing.connection.wait(list(busy), timeout=HANG_SECONDS)
+            if not ready_now:
+                # nothing came back for that long: every busy worker is stuck; each fails its
+                # current case and fresh workers take the rest, so the run always ends
+                for worker in list(busy.values()):
+                    worker.process.kill()
+                    _lost(worker, cassettes, label, record, queue, hung=True)
+                    workers.remove(worker)
+                for _ in range(min(jobs - len(workers), len(queue))):
+                    start()
+                    feed(workers[-1])
+                continue
+            for ready in ready_now:
                 worker = busy[ready]  # type: ignore[index]
                 try:
                     message = worker.connection.recv()
@@ -148,13 +167,13 @@ def check_in_workers(
 
 
 def _lost(worker: _Worker, cassettes: list[Path], label: Callable[[Path], str],
-          record: Callable[[int, Row], None], queue: deque[int]) -> None:
+          record: Callable[[int, Row], None], queue: deque[int], *, hung: bool = False) -> None:
     """A worker died: its current case fails, the rest of its batch goes back to the queue."""
     worker.process.join(timeout=5)
     worker.connection.close()
     if worker.pending:  # empty: it died between its batch's last row and the batch's end
         current = worker.pending.popleft()
-        record(current, crash_row(cassettes[current], label(cassettes[current]), worker.process.exitcode))
+        record(current, crash_row(cassettes[current], label(cassettes[current]), worker.process.exitcode, hung=hung))
     queue.extendleft(reversed(worker.pending))
     worker.pending.clear()
 

@@ -85,3 +85,32 @@ def test_a_bad_job_count_is_a_usage_error(project: Path) -> None:
     result = run("check", "-n", "many", "cassettes")
     assert result.code == 2
     assert "-n wants auto or a number of processes (1 or more), got 'many'" in result.err
+
+
+#: a route whose adapter never comes back: a worker stuck mid-case
+HANGING = '''
+import time
+
+
+def build(**kwargs):
+    time.sleep(3600)
+'''
+
+
+def test_a_worker_that_hangs_fails_its_case_and_the_run_ends(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh_replay.cli import check_parallel
+
+    monkeypatch.setattr(check_parallel, "HANG_SECONDS", 2.0)  # the guard under test; a replay takes milliseconds
+    _many(project, 2)
+    (project / "hanging_route.py").write_text(HANGING, encoding="utf-8")
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text(encoding="utf-8") + '"hanging" = "hanging_route:build"\n',
+                         encoding="utf-8")
+    cassettes = project / "cassettes" / "my-provider"
+    greeting = (cassettes / "greeting.yaml").read_text(encoding="utf-8")
+    (cassettes / "zz-hang.yaml").write_text(greeting.replace("route: my-provider", "route: hanging"), encoding="utf-8")
+    result = run("check", "-n", "2", "cassettes")
+    assert result.code == 1
+    assert re.search(r"^zz-hang +- +0 +0 +0 +FAIL worker hung", result.out, re.M), result.out
+    assert "gave no result for 2 s and was stopped" in result.out
+    assert "7 case(s), 36 chunks: 6 passed, 1 failed" in result.out
