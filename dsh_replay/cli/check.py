@@ -102,6 +102,10 @@ def _case_row(path: Path, result: CaseResult) -> dict[str, Any]:
     }
 
 
+#: seconds one case may take before it counts as hung
+CASE_SECONDS = 120.0
+
+
 class _BatchRunner:
     """Replays batches of cases with adapters shared across the batches of one process (and its event loop)."""
 
@@ -113,8 +117,15 @@ class _BatchRunner:
         if self._adapters is None:
             self._adapters = AdapterCache(self.routes)
         for path in batch:
-            result = await replay_case(path, self.routes, fragmentation=self.fragmentation,
-                                       update_golden=self.update, adapters=self._adapters)
+            replay = replay_case(path, self.routes, fragmentation=self.fragmentation, update_golden=self.update,
+                                 adapters=self._adapters)
+            try:
+                result = await asyncio.wait_for(replay, CASE_SECONDS)
+            except TimeoutError:
+                # an adapter awaiting what never comes: this case fails, the run goes on
+                result = CaseResult(cassette=path, short="hung", problem=(
+                    f"no result after {CASE_SECONDS:.0f} s: the adapter waits for something a replay never "
+                    "sends (a replay takes milliseconds)"))
             report(path, _case_row(path, result))
 
     async def aclose(self) -> None:

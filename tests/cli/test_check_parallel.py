@@ -114,3 +114,36 @@ def test_a_worker_that_hangs_fails_its_case_and_the_run_ends(project: Path, monk
     assert re.search(r"^zz-hang +- +0 +0 +0 +FAIL worker hung", result.out, re.M), result.out
     assert "gave no result for 2 s and was stopped" in result.out
     assert "7 case(s), 36 chunks: 6 passed, 1 failed" in result.out
+
+
+#: a route whose adapter awaits what a replay never sends
+AWAITING = '''
+import anyio
+
+from my_llm_adapter import _MyAdapter
+
+
+class Waits(_MyAdapter):
+    async def stream(self, options):
+        await anyio.sleep_forever()
+        yield None
+'''
+
+
+def test_an_adapter_that_awaits_for_ever_fails_its_case_in_one_process(
+    project: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dsh_replay.cli import check
+
+    monkeypatch.setattr(check, "CASE_SECONDS", 1.0)  # the guard under test
+    (project / "awaiting_route.py").write_text(AWAITING, encoding="utf-8")
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text(encoding="utf-8") + '"awaiting" = "awaiting_route:Waits"\n',
+                         encoding="utf-8")
+    cassettes = project / "cassettes" / "my-provider"
+    greeting = (cassettes / "greeting.yaml").read_text(encoding="utf-8")
+    (cassettes / "zz-wait.yaml").write_text(greeting.replace("route: my-provider", "route: awaiting"), encoding="utf-8")
+    result = run("check", "-n", "1", "cassettes")
+    assert result.code == 1
+    assert re.search(r"^zz-wait +- +0 +0 +0 +FAIL hung", result.out, re.M), result.out
+    assert "no result after 1 s" in result.out
