@@ -32,6 +32,18 @@ def _many(project: Path, copies: int) -> None:
         shutil.copytree(source, project / "cassettes" / f"copy-{n:02d}")
 
 
+def _route_case(project: Path, route: str, module: str, source: str, factory: str, case: str) -> None:
+    """A route of the project's pyproject, served by ``module``, and a cassette ``case`` replayed through it."""
+    (project / f"{module}.py").write_text(source, encoding="utf-8")
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text(encoding="utf-8") + f'"{route}" = "{module}:{factory}"\n',
+                         encoding="utf-8")
+    cassettes = project / "cassettes" / "my-provider"
+    greeting = (cassettes / "greeting.yaml").read_text(encoding="utf-8")
+    (cassettes / f"{case}.yaml").write_text(greeting.replace("route: my-provider", f"route: {route}"),
+                                            encoding="utf-8")
+
+
 def test_workers_give_the_rows_of_one_process_in_input_order(project: Path) -> None:
     _many(project, 12)  # 26 cases: several batches per worker
     golden = project / "cassettes" / "copy-05" / "umlauts.chunks.jsonl"
@@ -58,15 +70,8 @@ def test_update_in_workers_writes_each_missing_golden(project: Path) -> None:
 
 def test_a_worker_that_dies_fails_its_case_only(project: Path) -> None:
     _many(project, 2)
-    (project / "crashing_route.py").write_text(CRASHING, encoding="utf-8")
-    pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text(encoding="utf-8") + '"crashing" = "crashing_route:build"\n',
-                         encoding="utf-8")
-    cassettes = project / "cassettes" / "my-provider"
-    greeting = (cassettes / "greeting.yaml").read_text(encoding="utf-8")
     # sorted after the first case, which the parent replays once before the workers start
-    (cassettes / "zz-crash.yaml").write_text(greeting.replace("route: my-provider", "route: crashing"),
-                                             encoding="utf-8")
+    _route_case(project, "crashing", "crashing_route", CRASHING, "build", "zz-crash")
     result = run("check", "-n", "2", "cassettes")
     assert result.code == 1
     assert re.search(r"^zz-crash +- +0 +0 +0 +FAIL worker crashed", result.out, re.M), result.out
@@ -102,13 +107,7 @@ def test_a_worker_that_hangs_fails_its_case_and_the_run_ends(project: Path, monk
 
     monkeypatch.setattr(check_parallel, "HANG_SECONDS", 2.0)  # the guard under test; a replay takes milliseconds
     _many(project, 2)
-    (project / "hanging_route.py").write_text(HANGING, encoding="utf-8")
-    pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text(encoding="utf-8") + '"hanging" = "hanging_route:build"\n',
-                         encoding="utf-8")
-    cassettes = project / "cassettes" / "my-provider"
-    greeting = (cassettes / "greeting.yaml").read_text(encoding="utf-8")
-    (cassettes / "zz-hang.yaml").write_text(greeting.replace("route: my-provider", "route: hanging"), encoding="utf-8")
+    _route_case(project, "hanging", "hanging_route", HANGING, "build", "zz-hang")
     result = run("check", "-n", "2", "cassettes")
     assert result.code == 1
     assert re.search(r"^zz-hang +- +0 +0 +0 +FAIL worker hung", result.out, re.M), result.out
@@ -136,13 +135,7 @@ def test_an_adapter_that_awaits_for_ever_fails_its_case_in_one_process(
     from dsh_replay.cli import check
 
     monkeypatch.setattr(check, "CASE_SECONDS", 1.0)  # the guard under test
-    (project / "awaiting_route.py").write_text(AWAITING, encoding="utf-8")
-    pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text(encoding="utf-8") + '"awaiting" = "awaiting_route:Waits"\n',
-                         encoding="utf-8")
-    cassettes = project / "cassettes" / "my-provider"
-    greeting = (cassettes / "greeting.yaml").read_text(encoding="utf-8")
-    (cassettes / "zz-wait.yaml").write_text(greeting.replace("route: my-provider", "route: awaiting"), encoding="utf-8")
+    _route_case(project, "awaiting", "awaiting_route", AWAITING, "Waits", "zz-wait")
     result = run("check", "-n", "1", "cassettes")
     assert result.code == 1
     assert re.search(r"^zz-wait +- +0 +0 +0 +FAIL hung", result.out, re.M), result.out
