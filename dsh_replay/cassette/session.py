@@ -31,7 +31,7 @@ from .._version import __version__
 from ..errors import CassetteError
 from ..protocol.options import GenerateOptions
 from .config import active
-from .files import unwritable_reason
+from .files import read_metadata_key, unwritable_reason
 from .filters import RecordFilters
 from .intercept import (
     Recorder,
@@ -298,7 +298,9 @@ class CassetteSession:
         if self.recorded:
             self.cassette.save()
             self.wrote = True
-        elif self.record_mode is RecordMode.REWRITE and not failed and self.path.exists():
+        elif self.record_mode is RecordMode.REWRITE and not failed and read_metadata_key(self.path) is True:
+            # a cassette this block no longer needs is ours to remove; a vcrpy or
+            # pytest-recording file at the same path is not, whatever the mode says
             self.path.unlink()
 
 

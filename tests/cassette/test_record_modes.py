@@ -18,7 +18,7 @@ import pytest
 from vcr.request import Request as VcrRequest
 
 from dsh_replay import CassetteError, RecordMode, use_cassette
-from dsh_replay.cassette.store import Cassette, Interaction
+from dsh_replay.cassette.store import FORMAT_VERSION, Cassette, Interaction
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
 
@@ -73,7 +73,8 @@ def _old_cassette(path: Path, base_url: str) -> None:
         status=200, reason="OK", headers=[("content-type", "text/plain")],
         body=b"old\n", fragments=[(0.0, 4)],
     )
-    Cassette(path=path, interactions=[interaction]).save()
+    # as a recording leaves it: our metadata on top
+    Cassette(path=path, interactions=[interaction], metadata={"format": FORMAT_VERSION}).save()
     os.utime(path, ns=(1_000_000_000, 1_000_000_000))  # any write moves the mtime
 
 
@@ -127,6 +128,17 @@ def test_rewrite_without_traffic_removes_the_cassette(emu: ProviderEmulator, tmp
         pass
     assert not session.wrote
     assert not path.exists()
+
+
+def test_rewrite_without_traffic_leaves_a_file_that_is_not_ours(tmp_path: Path) -> None:
+    # a plain vcrpy / pytest-recording cassette at the path: --record-mode=rewrite is meant for it, not for us
+    path = tmp_path / "modes.yaml"
+    plain = b"interactions: []\nversion: 1\n"
+    path.write_bytes(plain)
+    with use_cassette(path, "rewrite") as session:
+        pass
+    assert not session.wrote
+    assert path.read_bytes() == plain
 
 
 def test_rewrite_that_fails_before_any_response_keeps_the_old_cassette(tmp_path: Path) -> None:
