@@ -135,14 +135,12 @@ def build_cases(route: str, paths: Sequence[str | Path] = ()) -> list[Conformanc
     return cases + fault_cases(route, loaded)
 
 
-def _finished_golden(item: _Loaded) -> bool:
+def _golden_ends(item: _Loaded) -> str:
+    """How the first call's golden ends: ``finished``, ``raised``, or ``none`` without a golden."""
     golden = item.goldens()[0]
-    return golden.is_file() and load_golden(golden).raised is None
-
-
-def _raised_golden(item: _Loaded) -> bool:
-    golden = item.goldens()[0]
-    return golden.is_file() and load_golden(golden).raised is not None
+    if not golden.is_file():
+        return "none"
+    return "finished" if load_golden(golden).raised is None else "raised"
 
 
 def _single_success(item: _Loaded) -> bool:
@@ -154,7 +152,7 @@ def _single_success(item: _Loaded) -> bool:
 def fault_cases(route: str, loaded: Sequence[_Loaded]) -> list[ConformanceCase]:
     """The fault matrix of ``route``, shaped from its plain text cassette."""
     text = next((item for item in loaded if item.label == "text" and _single_success(item)), None)
-    text = text or next((item for item in loaded if _single_success(item) and _finished_golden(item)), None)
+    text = text or next((item for item in loaded if _single_success(item) and _golden_ends(item) == "finished"), None)
     names = [*(f"fault-truncate-{where}" for where in ("early", "middle", "last-event")), "fault-reset",
              "fault-stall", *(f"fault-{status}" for status in STATUSES), "fault-error-event"]
     if text is None:
@@ -214,7 +212,7 @@ def _status_case(route: str, base: ConformanceCase, interaction: Interaction, lo
 
 def _error_event_case(route: str, loaded: Sequence[_Loaded], base: ConformanceCase) -> ConformanceCase:
     recorded = next((item for item in loaded if len(item.calls) == 1 and len(item.cassette.interactions) == 1
-                     and item.cassette.interactions[0].status == 200 and _raised_golden(item)), None)
+                     and item.cassette.interactions[0].status == 200 and _golden_ends(item) == "raised"), None)
     if recorded is None:
         return dataclasses.replace(base, id="fault-error-event",
                                    skip=f"no cassette of route {route!r} records an error event inside a stream")

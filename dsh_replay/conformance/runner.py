@@ -22,6 +22,7 @@ import anyio
 import orjson
 
 from ..cassette import pacing
+from ..cassette.golden import golden_diff
 from ..cassette.intercept import install, replay_response, uninstall
 from ..cassette.matching import changed_fields
 from ..cassette.pacing import Clock
@@ -265,19 +266,18 @@ def _judge_golden(chunks: list[Any], raised: BaseException | None, case: Conform
     if golden_path is None or not golden_path.is_file():
         verdict.notes.append(f"no golden for call {call}: chunks checked against the rules only")
         return
-    expected = load_golden(golden_path)
+    recorded = golden_path.read_bytes()
+    expected = load_golden(recorded)
     actual = load_golden(dump_jsonl(chunks, raised))
     if [*expected.chunks] != [*actual.chunks]:
-        from ..cassette.golden import golden_diff
-
-        diff = golden_diff(golden_path.read_bytes(), dump_jsonl(chunks, None if expected.raised is None else raised),
+        # the diff shows the raised line only when the golden has one to compare it with
+        diff = golden_diff(recorded, dump_jsonl(chunks, None if expected.raised is None else raised),
                            name=str(golden_path))
         verdict.problem = f"chunks differ from the golden {golden_path}:\n{diff}"
-    elif (expected.raised is None) != (actual.raised is None) or (
-        expected.raised is not None and actual.raised is not None and expected.raised.error != actual.raised.error
-    ):
-        want = expected.raised.error if expected.raised else "a finished stream"
-        got = actual.raised.error if actual.raised else "a finished stream"
+        return
+    want = expected.raised.error if expected.raised else "a finished stream"
+    got = actual.raised.error if actual.raised else "a finished stream"
+    if want != got:
         verdict.problem = f"the golden {golden_path} ends in {want}, the adapter gave {got}"
     elif expected.raised is not None and actual.raised is not None and expected.raised.message != actual.raised.message:
         verdict.notes.append(f"{actual.raised.error}'s message differs from the golden's (not compared)")
