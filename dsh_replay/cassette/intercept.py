@@ -34,7 +34,7 @@ from .drain import ended_async, ended_sync
 from .pacing import Fault, Fragmentation, Pacing, Stop, clip, piece_plan, stop_for
 from .store import Interaction, RecordedError
 
-__all__ = ["Handler", "Recorder", "active_handlers", "install", "recording_response", "replay_response", "uninstall"]
+__all__ = ["Handler", "Recorder", "active_handlers", "answer_async", "install", "recording_response", "replay_response", "uninstall"]
 
 
 # -- the handler protocol ------------------------------------------------------------
@@ -99,6 +99,13 @@ def _patched(original: Callable[..., Any], lib: types.ModuleType, is_async: bool
     return _transport_for_url
 
 
+async def answer_async(handler: Handler, request: Any, inner: Any, lib: types.ModuleType) -> Any:
+    """``handler``'s response to an async client's ``request`` (``inner``: the transport it would have used)."""
+    await request.aread()
+    result = handler.handle(request, inner, lib, True)
+    return await result if asyncio.iscoroutine(result) else result
+
+
 _CLASS_CACHE: dict[str, tuple[type, type, type, type]] = {}
 
 
@@ -124,9 +131,7 @@ def _transport_classes(lib: types.ModuleType) -> tuple[type, type, type, type]:
             self.handler, self.inner, self.lib = handler, inner, library
 
         async def handle_async_request(self, request: Any) -> Any:
-            await request.aread()
-            result = self.handler.handle(request, self.inner, self.lib, True)
-            return await result if asyncio.iscoroutine(result) else result
+            return await answer_async(self.handler, request, self.inner, self.lib)
 
     class SyncStream(lib.SyncByteStream):  # type: ignore[name-defined,misc]
         def __init__(self, source: Iterator[bytes], on_close: Callable[[], None]) -> None:

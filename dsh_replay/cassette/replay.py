@@ -10,6 +10,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -24,7 +25,7 @@ from ..protocol.validator import SequenceValidator, Violation
 from ..wire.transport import RetryPolicy
 from .files import atomic_write
 from .golden import golden_diff, golden_path_for
-from .intercept import install, replay_response, uninstall
+from .intercept import active_handlers, answer_async, install, replay_response, uninstall
 from .pacing import Fragmentation
 from .secrets import find_secrets
 from .session import use_cassette
@@ -157,6 +158,33 @@ class _Offline(httpx.AsyncBaseTransport):
                             "a replay never reaches the network")
 
 
+class _ReplayClient(httpx.AsyncClient):
+    """The shared replay client: each request goes straight to the active cassette session.
+
+    What ``AsyncClient.send`` does around a transport — auth, redirects, cookies,
+    logging — has nothing to act on in an offline replay, and costs about as
+    much as replaying a short cassette; the adapter's own path (its request,
+    ``send(stream=True)``, the streamed body, closing) is the same as live.
+    """
+
+    def __init__(self) -> None:
+        # no connection pool, no TLS context: nothing is ever sent through it
+        super().__init__(transport=_Offline())
+        self._offline = _Offline()
+
+    async def send(self, request: httpx.Request, *, stream: bool = False, **_: Any) -> httpx.Response:
+        if self.is_closed:
+            raise RuntimeError("Cannot send a request, as the client has been closed.")
+        sessions = active_handlers()
+        if not sessions:
+            return await self._offline.handle_async_request(request)
+        response: httpx.Response = await answer_async(sessions[-1], request, self._offline, httpx)
+        response.request = request
+        if not stream:
+            await response.aread()
+        return response
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _InstantRetry(RetryPolicy):
     """The same decisions to retry or give up, without the wait: a replayed 429 is answered at once."""
@@ -199,8 +227,7 @@ class AdapterCache:
 
     def _shared_client(self) -> httpx.AsyncClient:
         if self._client is None:
-            # no connection pool, no TLS context: nothing is ever sent through it
-            self._client = httpx.AsyncClient(transport=_Offline())
+            self._client = _ReplayClient()
         return self._client
 
     async def aclose(self) -> None:

@@ -44,9 +44,9 @@ from .interaction import (
     as_bytes,
     headers_dict,
     interaction_from_dict,
-    read_yaml_file,
 )
 from .secrets import find_secrets
+from .yaml_file import read_yaml_file
 
 __all__ = ["FORMAT_VERSION", "Cassette", "Interaction", "RecordMode", "RecordedError"]
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -20,7 +21,6 @@ from ..cassette.replay import AdapterCache, CaseResult, replay_case
 from ..errors import ConfigError, DshReplayError
 from .check_outputs import Progress, github_annotations, write_junit_xml
 from .common import FRAGMENTATION_HELP, add_plugins, fragmentation_type, route_table
-from .validate import validate_file
 
 __all__ = ["find_cases", "render_table", "run_check"]
 
@@ -47,9 +47,10 @@ def find_cases(paths: Sequence[str]) -> tuple[list[Path], list[Path], list[Path]
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            for found in sorted(p for suffix in ("*.yaml", "*.yml") for p in path.rglob(suffix) if p.is_file()):
+            yamls, chunk_files = _files_under(path)
+            for found in yamls:
                 (cassettes if has_metadata(found) else skipped).append(found)
-            goldens += sorted(path.rglob(f"*{GOLDEN_SUFFIX}"))
+            goldens += chunk_files
         elif path.is_file():
             (goldens if path.name.endswith(GOLDEN_SUFFIX) else cassettes).append(path)
         else:
@@ -58,6 +59,33 @@ def find_cases(paths: Sequence[str]) -> tuple[list[Path], list[Path], list[Path]
     lone = [g for g in goldens if Path(str(g)[: -len(GOLDEN_SUFFIX)]).with_suffix("") not in covered
             and Path(str(g)[: -len(GOLDEN_SUFFIX)]) not in covered]
     return cassettes, lone, skipped
+
+
+def _files_under(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(YAML files, golden files) anywhere under ``folder``, each list sorted as paths sort.
+
+    One walk for both, where a glob per suffix would walk the tree three times;
+    like ``rglob``, it does not descend into linked folders.
+    """
+    yamls: list[str] = []
+    goldens: list[str] = []
+    for root, folders, names in os.walk(folder):
+        # a folder named like a golden is listed too: its row then says it cannot be read
+        goldens += (os.path.join(root, name) for name in folders if name.endswith(GOLDEN_SUFFIX))
+        for name in names:
+            if name.endswith((".yaml", ".yml")):
+                found = os.path.join(root, name)
+                if os.path.isfile(found):  # a link to nothing, or to a folder, is no cassette
+                    yamls.append(found)
+            elif name.endswith(GOLDEN_SUFFIX):
+                goldens.append(os.path.join(root, name))
+    return _sorted_paths(yamls), _sorted_paths(goldens)
+
+
+def _sorted_paths(names: list[str]) -> list[Path]:
+    # the order of Path objects (part by part), sorting strings: a thousand Path
+    # comparisons cost more than the walk
+    return [Path(name) for name in sorted(names, key=lambda name: name.split(os.sep))]
 
 
 def _case_label(path: Path) -> str:
@@ -106,6 +134,14 @@ def _case_row(path: Path, result: CaseResult) -> dict[str, Any]:
 CASE_SECONDS = 120.0
 
 
+async def _within(seconds: float, work: Coroutine[Any, Any, CaseResult]) -> CaseResult:
+    """``await work``, cancelled after ``seconds``: in this task where asyncio can (no task per case)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await work
+    return await asyncio.wait_for(work, seconds)  # pragma: no cover - Python 3.10
+
+
 class _BatchRunner:
     """Replays batches of cases with adapters shared across the batches of one process (and its event loop)."""
 
@@ -120,8 +156,8 @@ class _BatchRunner:
             replay = replay_case(path, self.routes, fragmentation=self.fragmentation, update_golden=self.update,
                                  adapters=self._adapters)
             try:
-                result = await asyncio.wait_for(replay, CASE_SECONDS)
-            except TimeoutError:
+                result = await _within(CASE_SECONDS, replay)
+            except (TimeoutError, asyncio.TimeoutError):  # one class from 3.11 on
                 # an adapter awaiting what never comes: this case fails, the run goes on
                 result = CaseResult(cassette=path, short="hung", problem=(
                     f"no result after {CASE_SECONDS:.0f} s: the adapter waits for something a replay never "
@@ -145,27 +181,15 @@ def _check_all(
     cassettes: list[Path], goldens: list[Path], routes: RouteTable, fragmentation: str, update: bool,
     progress: Progress, jobs: int,
 ) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    if cassettes:
-        asyncio.run(_warm_up(cassettes[0], routes, fragmentation))
-        run_batch = _BatchRunner(routes, fragmentation, update)
-        if jobs > 1 and len(cassettes) > 1 and _can_fork():
-            from .check_parallel import check_in_workers
-
-            rows = check_in_workers(cassettes, jobs, run_batch, _case_label,
-                                    lambda done, row: progress.update(done, row["path"]))
-        else:
-            def collect(path: Path, row: dict[str, Any]) -> None:
-                rows.append(row)
-                progress.update(len(rows), str(path))
-
-            async def run_all() -> None:
-                try:
-                    await run_batch(cassettes, collect)
-                finally:
-                    await run_batch.aclose()
-
-            asyncio.run(run_all())
+    # What is alive now (modules, the route table) lives to the end of the run. Left
+    # out of the collector, each collection walks only what the cases make; and a
+    # worker forked meanwhile does not touch, and so copy page by page, the heap it
+    # inherits whenever it collects.
+    gc.freeze()
+    try:
+        rows = _check_cases(cassettes, routes, fragmentation, update, progress, jobs)
+    finally:
+        gc.unfreeze()
     for done, path in enumerate(goldens, start=len(cassettes) + 1):
         rows.append(_golden_row(path))
         progress.update(done, str(path))
@@ -173,8 +197,37 @@ def _check_all(
     return rows
 
 
+def _check_cases(cassettes: list[Path], routes: RouteTable, fragmentation: str, update: bool, progress: Progress,
+                 jobs: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    if not cassettes:
+        return rows
+    asyncio.run(_warm_up(cassettes[0], routes, fragmentation))
+    run_batch = _BatchRunner(routes, fragmentation, update)
+    if jobs > 1 and len(cassettes) > 1 and _can_fork():
+        from .check_parallel import check_in_workers
+
+        return check_in_workers(cassettes, jobs, run_batch, _case_label,
+                                lambda done, row: progress.update(done, row["path"]))
+
+    def collect(path: Path, row: dict[str, Any]) -> None:
+        rows.append(row)
+        progress.update(len(rows), str(path))
+
+    async def run_all() -> None:
+        try:
+            await run_batch(cassettes, collect)
+        finally:
+            await run_batch.aclose()
+
+    asyncio.run(run_all())
+    return rows
+
+
 def _golden_row(path: Path) -> dict[str, Any]:
     """The row of a golden without a cassette: the rules only, no route (nothing was replayed)."""
+    from .validate import validate_file
+
     started = time.perf_counter()
     row: dict[str, Any] = {"case": _case_label(path), "route": None, "path": str(path), "fragments": 0,
                            "where": None}

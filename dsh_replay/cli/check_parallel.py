@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import multiprocessing
 import multiprocessing.connection
 from collections import deque
@@ -92,7 +91,11 @@ def check_in_workers(
     label: Callable[[Path], str],
     on_row: Callable[[int, Row], None],
 ) -> list[Row]:
-    """The rows of ``cassettes``, in their order, replayed by up to ``jobs`` forked workers."""
+    """The rows of ``cassettes``, in their order, replayed by up to ``jobs`` forked workers.
+
+    Call it with the collector frozen (``gc.freeze()``): a collection in a worker
+    would otherwise walk, and so copy page by page, the whole heap it inherits.
+    """
     context = multiprocessing.get_context("fork")
     rows: list[Row | None] = [None] * len(cassettes)
     queue = deque(range(len(cassettes)))
@@ -102,13 +105,7 @@ def check_in_workers(
     def start() -> None:
         parent, child = context.Pipe()
         process = context.Process(target=_worker, args=(child, run_batch), daemon=True)
-        # a collection in a worker would walk, and so copy page by page, the whole
-        # inherited heap: frozen, the parent's objects are left out of it
-        gc.freeze()
-        try:
-            process.start()
-        finally:
-            gc.unfreeze()
+        process.start()
         child.close()
         workers.append(_Worker(process, parent))
 

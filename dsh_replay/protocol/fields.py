@@ -60,8 +60,7 @@ def shown(value: object) -> str:
 def check(value: Any, where: str, what: str, ok: Callable[[Any], bool]) -> Any:
     """``value`` if ``ok(value)``; else :class:`FieldError` saying what ``where`` must be."""
     if value is MISSING or not ok(value):
-        got = "nothing (the field is missing)" if value is MISSING else shown(value)
-        raise FieldError(f"{where} must be {what}, got {got}")
+        raise _wrong(value, where, what)
     return value
 
 
@@ -69,7 +68,16 @@ def read(
     raw: Mapping[str, Any], key: str, where: str, what: str, ok: Callable[[Any], bool], default: Any = MISSING
 ) -> Any:
     """``raw[key]`` checked by :func:`check`; without a ``default`` the field is required."""
-    return check(raw.get(key, default), f"{where}.{key}", what, ok)
+    value = raw.get(key, default)
+    if value is MISSING or not ok(value):
+        # the path is spelt out only when it is shown: a document has thousands of good fields
+        raise _wrong(value, f"{where}.{key}", what)
+    return value
+
+
+def _wrong(value: Any, where: str, what: str) -> FieldError:
+    got = "nothing (the field is missing)" if value is MISSING else shown(value)
+    return FieldError(f"{where} must be {what}, got {got}")
 
 
 def refuse_unknown(raw: Mapping[str, Any], where: str, known: Collection[str]) -> None:
@@ -86,7 +94,7 @@ def or_null(ok: Callable[[Any], bool]) -> Callable[[Any], bool]:
 
 
 def is_mapping(value: Any) -> bool:
-    return isinstance(value, Mapping)
+    return type(value) is dict or isinstance(value, Mapping)  # the ABC check is the slow one
 
 
 def is_list(value: Any) -> bool:
@@ -122,6 +130,37 @@ def plain_json(value: Any, where: str) -> Any:
     the same. Anything that is not JSON (a set, an object, NaN) is a
     :class:`FieldError` naming where it is.
     """
+    try:
+        return _copy_plain(value)
+    except _NotPlain:
+        return _plain_json(value, where)
+
+
+class _NotPlain(Exception):
+    """A value :func:`_copy_plain` leaves to the full conversion."""
+
+
+def _copy_plain(value: Any) -> Any:
+    # The common case, values of the exact JSON types, copied without spelling out
+    # a path per key; anything else goes to _plain_json, which names where it is.
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float and math.isfinite(value):
+        return value
+    if kind is dict:
+        copied = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            copied[key] = _copy_plain(item)
+        return copied
+    if kind is list or kind is tuple:
+        return [_copy_plain(item) for item in value]
+    raise _NotPlain
+
+
+def _plain_json(value: Any, where: str) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -134,7 +173,7 @@ def plain_json(value: Any, where: str) -> Any:
     if isinstance(value, Mapping):
         for key in value:
             check(key, f"{where} key", "a string", is_text)
-        return {str.__str__(key): plain_json(item, f"{where}.{key}") for key, item in value.items()}
+        return {str.__str__(key): _plain_json(item, f"{where}.{key}") for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain_json(item, f"{where}[{position}]") for position, item in enumerate(value)]
+        return [_plain_json(item, f"{where}[{position}]") for position, item in enumerate(value)]
     raise FieldError(f"{where} must be JSON (a string, number, true/false, null, list or object), got {value!r}")

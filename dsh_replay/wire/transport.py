@@ -200,12 +200,19 @@ def _retryable(error: ProviderError) -> bool:
 
 
 def _refuse_credentials_in_url(request: StreamRequest) -> httpx.URL:
-    url = httpx.URL(request.url)
+    return _checked_url(request.route, request.url)
+
+
+# An adapter sends to a handful of URLs, thousands of times in a replayed suite:
+# parsing each once is enough (httpx.URL is immutable, so sharing it is safe).
+@functools.lru_cache(maxsize=256)
+def _checked_url(route: str, address: str) -> httpx.URL:
+    url = httpx.URL(address)
     leaked = sorted(name for name in url.params if name.lower() in _CREDENTIAL_PARAMS)
     if leaked or url.password:
         where = f"query parameter(s) {', '.join(leaked)}" if leaked else "user:password"
         raise ConfigError(
-            f"route {request.route!r}: the request URL carries a credential in its {where}; "
+            f"route {route!r}: the request URL carries a credential in its {where}; "
             "send credentials in a header (e.g. Authorization, x-api-key, x-goog-api-key)"
         )
     return url
@@ -345,8 +352,11 @@ def _tls_context() -> ssl.SSLContext:
 async def _sleep(seconds: float) -> None:
     """Sleep in whichever async library runs the adapter: anyio asks sniffio which.
 
-    ``asyncio.sleep`` would fail under trio ("no running event loop").
+    ``asyncio.sleep`` would fail under trio ("no running event loop"). A pause
+    of zero (a ``Retry-After: 0``, a replay that does not wait) needs neither.
     """
+    if seconds <= 0:
+        return
     import anyio  # imported on the first retry only (~20 ms at start-up)
 
     await anyio.sleep(seconds)

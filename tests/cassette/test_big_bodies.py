@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from vcr.request import Request as VcrRequest
 
 from dsh_replay import CassetteError
-from dsh_replay.cassette import interaction as reading
+from dsh_replay.cassette import yaml_file as reading
 from dsh_replay.cassette.store import Cassette, Interaction
 
 URL = "http://127.0.0.1:9/v1/chat/completions"

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from vcr.request import Request as VcrRequest
 
 from dsh_replay import use_cassette
 from dsh_replay.adapters.route_table import RouteTable
-from dsh_replay.cassette import interaction as reading
+from dsh_replay.cassette import interaction
+from dsh_replay.cassette import yaml_file as reading
 from dsh_replay.cassette.replay import AdapterCache, replay_case
 from dsh_replay.cassette.store import Cassette, Interaction
+from dsh_replay.protocol.fields import FieldError
 
 ROOT = Path(__file__).resolve().parents[2]
 URL = "http://127.0.0.1:9/v1/chat/completions"  # nothing listens: a replay must not need it
@@ -118,3 +123,43 @@ async def test_adapters_are_shared_per_route_base_url_and_settings() -> None:
         assert one.retry.delay(0, retry_after=1e6) is None  # type: ignore[attr-defined]  # still gives up
     finally:
         await adapters.aclose()
+
+
+# -- the quick reading of plain headers and fragments agrees with the checked one ----------
+
+_VALUE = st.text(max_size=4) | st.integers() | st.none() | st.floats(allow_nan=True) | st.booleans()
+_HEADERS = st.none() | st.integers() | st.dictionaries(
+    st.text(max_size=4) | st.integers(),
+    st.text(max_size=4) | st.lists(st.text(max_size=4) | _VALUE, max_size=3) | _VALUE,
+    max_size=4,
+)
+_FRAGMENTS = st.lists(
+    st.lists(st.floats(allow_nan=True) | st.integers(-2, 10**9) | st.booleans() | st.text(max_size=2), max_size=3)
+    | _VALUE,
+    max_size=4,
+)
+
+
+def _read(read: Callable[..., object], *args: object) -> tuple[str, object]:
+    try:
+        return "ok", read(*args)
+    except FieldError as exc:
+        return "error", str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(headers=_HEADERS)
+def test_headers_read_quickly_are_the_headers_read_with_checks(headers: object) -> None:
+    raw = {"headers": headers}
+    assert _read(interaction._headers, raw, "response") == _read(interaction._checked_headers, raw, "response")
+
+
+@settings(max_examples=300, deadline=None)
+@given(fragments=_FRAGMENTS)
+def test_fragments_read_quickly_are_the_fragments_read_with_checks(fragments: list[object]) -> None:
+    quick = interaction._plain_fragments(fragments)
+    checked = _read(interaction._checked_fragments, fragments, "response.dsh_replay")
+    if quick is not None:  # the quick reading takes only what the checked one accepts, as it reads it
+        assert checked == ("ok", quick)
+    elif checked[0] == "ok":  # and leaves to it only what is not plain: a bool, a subclass...
+        assert any(type(item) is not list or any(type(n) not in (int, float) for n in item) for item in fragments)

@@ -297,3 +297,22 @@ def test_goldens_alone_and_unreadable_cassettes_have_no_route(project: Path) -> 
     routes = {row["case"]: row["route"] for row in json.loads(result.out)["cases"]}
     assert routes == {"corrupt": None, "greeting": "my-provider", "umlauts": "my-provider", "example": None}
     assert re.search(r"^example +- +0 +9 +2 +ok", run("check", "cassettes").out, re.M)
+
+
+def test_cases_are_found_in_path_order_without_following_linked_folders(tmp_path: Path) -> None:
+    from dsh_replay.cli.check import _files_under
+
+    for name in ("a/b.yaml", "a-b/c.yml", "a/z/y.yaml", "b.yaml", "a/b.chunks.jsonl", "a-b/c.chunks.jsonl",
+                 "a.chunks.jsonl/inside.txt", "A.yaml", "a/.hidden.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x: 1\n")
+    (tmp_path / "linked").symlink_to(tmp_path / "a", target_is_directory=True)
+    (tmp_path / "dangling.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    (tmp_path / "odd.yaml").mkdir()
+    yamls, goldens = _files_under(tmp_path)
+    # what the three globs gave before, in Path order
+    assert yamls == sorted(p for suffix in ("*.yaml", "*.yml") for p in tmp_path.rglob(suffix) if p.is_file())
+    assert goldens == sorted(tmp_path.rglob("*.chunks.jsonl"))
+    assert [p.relative_to(tmp_path).as_posix() for p in yamls] == [
+        "A.yaml", "a/.hidden.yaml", "a/b.yaml", "a/z/y.yaml", "a-b/c.yml", "b.yaml"]
+    assert tmp_path / "a.chunks.jsonl" in goldens  # a folder named like a golden: its row says it cannot be read

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import enum
 import math
+from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_replay.protocol.fields import (
     FieldError,
+    _plain_json,
     check,
     is_int,
     is_number,
     or_null,
+    plain_json,
     read,
     refuse_unknown,
 )
@@ -66,3 +72,40 @@ def test_an_unknown_field_names_the_closest_known_one() -> None:
 def test_an_unknown_field_far_from_any_known_one_lists_them() -> None:
     with pytest.raises(FieldError, match=r"^options has an unknown field 'zzz'; known: model, tools$"):
         refuse_unknown({"model": "x", "zzz": 1}, "options", ("model", "tools"))
+
+
+# -- plain_json: the quick copy of plain values and the full conversion agree ----------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner) | st.dictionaries(
+        st.text(max_size=3) | st.integers(), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+class _Name(str, enum.Enum):
+    A = "a"
+
+
+class _Level(enum.IntEnum):
+    ONE = 1
+
+
+def _outcome(convert: Callable[[object, str], object], value: object) -> tuple[str, object]:
+    try:
+        return "ok", convert(value, "options.extra")
+    except FieldError as exc:
+        return "error", str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON | st.sampled_from([_Name.A, _Level.ONE, {"k": _Name.A}, [_Level.ONE], {1.5}, math.nan]))
+def test_plain_json_gives_what_the_full_conversion_gives(value: object) -> None:
+    result = _outcome(plain_json, value)
+    assert result == _outcome(_plain_json, value)
+    if result[0] == "ok":
+        copied = result[1]
+        assert type(copied) in (dict, list, str, int, float, bool, type(None))
+        if isinstance(value, (dict, list)):
+            assert copied is not value  # a copy: the caller's later changes do not reach the options
