@@ -220,6 +220,9 @@ def check_rows(raw: list[dict[str, Any]]) -> list[Row]:
              f"{floor['ratio']:.2f}x floor", "<= 2.0x floor", floor["ratio"] <= 2.0),
         _row(section, "check -n 2 vs -n 1", f"{parallel['n2_s']:.2f} s",
              f"{parallel['speedup']:.2f}x faster", ">= 1.6x faster", parallel["speedup"] >= 1.6),
+        _row(section, "  of which start-up (check of one cassette)", f"{parallel['start_up_s']:.2f} s"),
+        _row(section, "  -n 2 vs -n 1 after start-up (in process)", f"{parallel['warm_n2_s']:.2f} s",
+             f"{parallel['warm_speedup']:.2f}x faster"),
     ]
 
 

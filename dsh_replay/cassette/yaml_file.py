@@ -11,6 +11,7 @@ import codecs
 import io
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,15 @@ _STR, _MERGE = "tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"
 
 #: plain scalar -> its tag (the implicit resolvers' regular expressions, run once per value)
 _RESOLVED: dict[str, str] = {}
+
+#: the tags whose values are immutable and small, and (tag, scalar) -> the value built
+_SHARED_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool", "null"))
+_SCALARS: dict[tuple[str, str], Any] = {}
+_UNSEEN = object()
+
+#: callables that take (a, b) and () and do nothing, as cheap as a call can be
+_IGNORE_TWO: Callable[[Any, Any], object] = {}.get
+_IGNORE_NONE: Callable[[], object] = ().__len__
 
 
 class _Unusual(Exception):
@@ -56,13 +66,13 @@ class _DirectLoader(_Loader):  # type: ignore[misc,valid-type]
                 _RESOLVED[value] = tag
         return tag
 
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        if self.yaml_path_resolvers:
-            super().descend_resolver(current_node, current_index)
-
-    def ascend_resolver(self) -> None:
-        if self.yaml_path_resolvers:
-            super().ascend_resolver()
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        if not self.yaml_path_resolvers:
+            # libyaml's composer calls both around every node, to no effect without
+            # path resolvers: a built-in that ignores its arguments is the cheapest call
+            self.descend_resolver = _IGNORE_TWO
+            self.ascend_resolver = _IGNORE_NONE
 
     def construct_document(self, node: Any) -> Any:
         constructors = self.yaml_constructors
@@ -71,9 +81,21 @@ class _DirectLoader(_Loader):  # type: ignore[misc,valid-type]
         def build(node: Any) -> Any:
             kind = type(node)
             if kind is ScalarNode:
-                if node.tag == _STR:
+                tag = node.tag
+                if tag == _STR:
                     return node.value
-                scalar = constructors.get(node.tag)
+                if tag in _SHARED_TAGS:
+                    # numbers, booleans and nulls repeat (fragment sizes most of all) and
+                    # are immutable: each spelling is constructed once
+                    key = (tag, node.value)
+                    value = _SCALARS.get(key, _UNSEEN)
+                    if value is _UNSEEN:
+                        value = constructors[tag](self, node)
+                        if len(_SCALARS) >= 50_000:
+                            _SCALARS.clear()
+                        _SCALARS[key] = value
+                    return value
+                scalar = constructors.get(tag)
                 if scalar is None:
                     raise _Unusual
                 return scalar(self, node)

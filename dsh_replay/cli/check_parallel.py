@@ -2,9 +2,10 @@
 
 Each worker is a fork of the checking process (the route table, the imported
 adapters and the warmed-up state come with it, nothing is pickled but paths
-and rows). Workers take small batches from the parent and send back one row
-per case as it finishes, so a worker that dies costs one FAIL row — the case
-it was replaying — and a fresh worker takes over the rest of its batch. Every
+and rows). Workers take small batches from the parent, two at a time so that
+none waits for the next, and send back one row per case as it finishes; so a
+worker that dies costs one FAIL row — the case it was replaying — and a fresh
+worker takes over the rest of its batches. Every
 case is replayed by exactly one worker, so ``--update`` writes each golden once.
 """
 
@@ -37,6 +38,7 @@ class RunBatch(Protocol):
 
 #: small enough to balance the workers at the end of a run, big enough that messages cost little
 _BATCH = 8
+_IN_FLIGHT = 2
 
 #: seconds without a row from any busy worker before they count as hung (a replay takes milliseconds)
 HANG_SECONDS = 120.0
@@ -80,8 +82,12 @@ class _Worker:
     connection: Connection
     #: indexes of the cases sent and not yet reported, in order
     pending: deque[int] = field(default_factory=deque)
-    #: a batch was sent and its end not yet reported
-    busy: bool = False
+    #: batches sent whose end is not yet reported
+    batches: int = 0
+
+    @property
+    def busy(self) -> bool:
+        return self.batches > 0
 
 
 def check_in_workers(
@@ -112,7 +118,7 @@ def check_in_workers(
     def feed(worker: _Worker) -> None:
         batch = [queue.popleft() for _ in range(min(_BATCH, len(queue)))]
         worker.pending.extend(batch)
-        worker.busy = True
+        worker.batches += 1
         worker.connection.send([cassettes[n] for n in batch])
 
     def record(index: int, row: Row) -> None:
@@ -124,8 +130,12 @@ def check_in_workers(
     for _ in range(min(jobs, len(cassettes))):
         start()
     try:
-        for worker in workers:
-            feed(worker)
+        # two batches in flight: a worker that ends one starts the next at once,
+        # without waiting for the parent to be scheduled and answer
+        for _ in range(_IN_FLIGHT):
+            for worker in workers:
+                if queue:
+                    feed(worker)
         while any(worker.busy for worker in workers):
             busy = {worker.connection: worker for worker in workers if worker.busy}
             ready_now = multiprocessing.connection.wait(list(busy), timeout=HANG_SECONDS)
@@ -152,7 +162,7 @@ def check_in_workers(
                         feed(workers[-1])
                     continue
                 if message is None:  # a batch finished
-                    worker.busy = False
+                    worker.batches -= 1
                     if queue:
                         feed(worker)
                     continue

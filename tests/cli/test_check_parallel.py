@@ -79,6 +79,19 @@ def test_a_worker_that_dies_fails_its_case_only(project: Path) -> None:
     assert "7 case(s), 36 chunks: 6 passed, 1 failed" in result.out
 
 
+def test_a_worker_that_dies_early_leaves_every_other_case_to_the_others(project: Path) -> None:
+    _many(project, 12)  # 26 cases: each worker has a second batch in flight when the crash comes
+    _route_case(project, "crashing", "crashing_route", CRASHING, "build", "zz-crash")
+    crash = project / "cassettes" / "copy-00" / "h-crash.yaml"  # the second case: the first is the warm-up's
+    (project / "cassettes" / "my-provider" / "zz-crash.yaml").rename(crash)
+    result = run("check", "-n", "2", "cassettes")
+    assert result.code == 1
+    rows = [line.split()[0] for line in result.out.splitlines()[2:result.out.splitlines().index("")]]
+    assert rows[:3] == ["greeting", "h-crash", "umlauts"], result.out  # input order, the crash in its place
+    assert re.search(r"^h-crash +- +0 +0 +0 +FAIL worker crashed", result.out, re.M), result.out
+    assert "27 case(s), 156 chunks: 26 passed, 1 failed" in result.out
+
+
 def test_jobs_are_auto_or_a_positive_count() -> None:
     assert jobs_type("3") == 3
     assert jobs_type("auto") >= 1
