@@ -16,7 +16,9 @@ wall time over the ``-n 2`` one. Two more figures say where that time goes:
 the start-up (``check -n 1`` of a single cassette: interpreter, imports, one
 replay), which no number of workers shortens, and the speed-up of ``-n 2``
 after start-up (``run_check`` with ``jobs=2`` against ``jobs=1`` in this warmed
-process: the workers' own share of the gain). The package's bytecode is compiled first, as
+process: the workers' own share of the gain), next to the most a second
+process gives on this machine at all (a pure-CPU loop, forked, in two halves
+against whole). The package's bytecode is compiled first, as
 ``pip install`` does (``_installed.py``), so that neither start-up compiles it.
 """
 
@@ -79,6 +81,31 @@ def check_process(folder: Path, jobs: int) -> float:
     return seconds
 
 
+def _spin(count: int) -> int:
+    total = 0
+    for n in range(count):
+        total += n * n
+    return total
+
+
+def cpu_ceiling(count: int = 3_000_000) -> float:
+    """This machine's own speed-up from a second process: a pure-CPU loop, forked, in two halves vs whole."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+
+    def timed(parts: int) -> float:
+        workers = [context.Process(target=_spin, args=(count // parts,)) for _ in range(parts)]
+        start = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        return time.perf_counter() - start
+
+    return timed(1) / timed(2)
+
+
 def run(quick: bool = False) -> list[dict[str, object]]:
     runs = 3 if quick else RUNS
     compile_package()  # the processes below start as an installed copy would
@@ -95,7 +122,9 @@ def run(quick: bool = False) -> list[dict[str, object]]:
         two: list[float] = []
         warm_two: list[float] = []
         start_up: list[float] = []
+        ceilings: list[float] = []
         for _ in range(runs):
+            ceilings.append(cpu_ceiling())
             one.append(check_process(folder, 1))
             two.append(check_process(folder, 2))
             warm_two.append(check_once(folder, jobs=2))
@@ -104,8 +133,9 @@ def run(quick: bool = False) -> list[dict[str, object]]:
     single, double = statistics.median(one), statistics.median(two)
     warm = statistics.median(warm_two)
     serial = statistics.median(start_up)
+    ceiling = statistics.median(ceilings)
     samples: dict[str, Any] = {"floor_s": floors, "check_s": checks, "n1_s": one, "n2_s": two,
-                               "warm_n2_s": warm_two, "start_up_s": start_up}
+                               "warm_n2_s": warm_two, "start_up_s": start_up, "ceiling": ceilings}
     return [
         {"benchmark": "check", "name": "check vs libyaml parse floor", "cassettes": len(files),
          "check_s": check, "floor_s": floor, "ratio": check / floor, "samples": samples},
@@ -114,7 +144,9 @@ def run(quick: bool = False) -> list[dict[str, object]]:
          # what no number of workers shortens: a one-case check is start-up and one replay
          "start_up_s": serial,
          # the same two runs after start-up, in this warmed process: the workers' own speed-up
-         "warm_n1_s": check, "warm_n2_s": warm, "warm_speedup": check / warm},
+         "warm_n1_s": check, "warm_n2_s": warm, "warm_speedup": check / warm,
+         # the most a second process gives on this machine: a loop with nothing to share or send
+         "cpu_ceiling": ceiling},
     ]
 
 
@@ -124,7 +156,8 @@ def render(rows: list[dict[str, object]]) -> str:
         f"{floor['cassettes']} cassettes: check {floor['check_s']:.2f} s, parse floor {floor['floor_s']:.2f} s, "
         f"{floor['ratio']:.2f}x the floor",
         f"-n 1 {parallel['n1_s']:.2f} s, -n 2 {parallel['n2_s']:.2f} s: {parallel['speedup']:.2f}x faster "
-        f"(start-up {parallel['start_up_s']:.2f} s of it; after start-up -n 2 is {parallel['warm_speedup']:.2f}x faster)",
+        f"(start-up {parallel['start_up_s']:.2f} s of it; after start-up -n 2 is {parallel['warm_speedup']:.2f}x faster; "
+        f"a pure-CPU loop in two processes is {parallel['cpu_ceiling']:.2f}x faster here)",
     ])
 
 

@@ -223,6 +223,7 @@ def check_rows(raw: list[dict[str, Any]]) -> list[Row]:
         _row(section, "  of which start-up (check of one cassette)", f"{parallel['start_up_s']:.2f} s"),
         _row(section, "  -n 2 vs -n 1 after start-up (in process)", f"{parallel['warm_n2_s']:.2f} s",
              f"{parallel['warm_speedup']:.2f}x faster"),
+        _row(section, "  a pure-CPU loop, 2 processes vs 1 (ceiling)", "", f"{parallel['cpu_ceiling']:.2f}x faster"),
     ]
 
 

@@ -128,6 +128,10 @@ def _literal_block(text: str) -> str | None:
     return f"|{chomp}\n{lines}"
 
 
+#: a line break a line with text follows (the pattern's leading literal makes the scan fast)
+_BEFORE_TEXT = re.compile(r"\n(?=[^\n])")
+
+
 def _splice(text: str | None, token: str, piece: str, *, literal: bool) -> str | None:
     """Put ``piece`` where the placeholder scalar ``token`` was emitted (a literal block is indented)."""
     if text is None:
@@ -139,7 +143,8 @@ def _splice(text: str | None, token: str, piece: str, *, literal: bool) -> str |
         line_start = text.rfind("\n", 0, at) + 1
         indent = " " * (len(text[line_start:at]) - len(text[line_start:at].lstrip(" ")) + 2)
         header, _, lines = piece.partition("\n")
-        piece = header + "\n" + "".join(f"{indent}{line}\n" if line else "\n" for line in lines.split("\n")[:-1])
+        # the first line has text (see _literal_block); empty lines stay empty
+        piece = header + "\n" + indent + _BEFORE_TEXT.sub("\n" + indent, lines)
         return text[: at + 2] + piece + text[at + 3 + len(token) :]
     return text[: at + 2] + piece + text[at + 2 + len(token) :]
 
@@ -220,11 +225,12 @@ class Cassette:
 
     # -- writing -------------------------------------------------------------
 
-    def to_dict(self, *, readable: bool = True) -> dict[str, Any]:
+    def to_dict(self, *, readable: bool = True, fragments: bool = True) -> dict[str, Any]:
+        """The YAML data; ``fragments=False`` leaves ``None`` where the fragment lists go."""
         out: dict[str, Any] = {}
         if self.metadata:
             out["dsh_replay"] = self.metadata
-        out["interactions"] = [_interaction_to_dict(i, readable) for i in self.interactions]
+        out["interactions"] = [_interaction_to_dict(i, readable, fragments) for i in self.interactions]
         out["version"] = 1
         return out
 
@@ -242,7 +248,7 @@ class Cassette:
         numbers) and compared; ``None`` when it is not exact, and the careful
         per-body path decides instead.
         """
-        data = self.to_dict(readable=False)
+        data = self.to_dict(readable=False, fragments=False)  # written below, as text
         bodies: dict[str, str] = {}
         fragments: dict[str, str] = {}
         for position, (interaction, raw) in enumerate(zip(self.interactions, data["interactions"], strict=True)):
@@ -291,8 +297,7 @@ class Cassette:
     def check_secrets(self) -> None:
         """Refuse (``CassetteError``) if any credential-shaped string is left."""
         for position, interaction in enumerate(self.interactions):
-            raw = _interaction_to_dict(interaction, readable=False)
-            raw["response"].get("dsh_replay", {}).pop("fragments", None)  # numbers only
+            raw = _interaction_to_dict(interaction, False, False)  # fragments: numbers only
             for hit in find_secrets(raw):
                 raise CassetteError(
                     f"refusing to write cassette {self.path}: {hit.kind} found in interaction {position}, "
@@ -313,7 +318,7 @@ class Cassette:
         atomic_write(self.path, text.encode("utf-8"))
 
 
-def _interaction_to_dict(interaction: Interaction, readable: bool) -> dict[str, Any]:
+def _interaction_to_dict(interaction: Interaction, readable: bool, fragments: bool = True) -> dict[str, Any]:
     request = interaction.request._to_dict()
     if isinstance(request.get("body"), bytes):
         request["body"] = _body_value(request["body"], readable)
@@ -324,7 +329,9 @@ def _interaction_to_dict(interaction: Interaction, readable: bool) -> dict[str, 
     }
     extra: dict[str, Any] = {}
     if interaction.fragments is not None:
-        extra["fragments"] = _Flow(_Flow([round(ms, 1), size]) for ms, size in interaction.fragments)
+        extra["fragments"] = (
+            _Flow(_Flow([round(ms, 1), size]) for ms, size in interaction.fragments) if fragments else None
+        )
         extra["complete"] = interaction.complete
     if interaction.error is not None:
         error = interaction.error
