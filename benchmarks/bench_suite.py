@@ -53,6 +53,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bodies import short_openai_stream
+from _installed import compile_package
 
 RUNS = 5
 
@@ -236,6 +237,7 @@ def run(
     cases = 40 if quick else 500
     runs = 3 if quick else RUNS
     say = progress or (lambda _: None)
+    compile_package()  # every pytest below loads our plugin: as installed, not compiled at each start
     with tempfile.TemporaryDirectory(prefix="dsh-bench-suite-") as tmp:
         root = Path(tmp)
         from dsh_replay.testing import ProviderEmulator
