@@ -184,12 +184,16 @@ def _check_all(
     # What is alive now (modules, the route table) lives to the end of the run. Left
     # out of the collector, each collection walks only what the cases make; and a
     # worker forked meanwhile does not touch, and so copy page by page, the heap it
-    # inherits whenever it collects.
-    gc.freeze()
+    # inherits whenever it collects. A host program that froze objects of its own
+    # keeps them as they are: unfreezing would release its objects too.
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
     try:
         rows = _check_cases(cassettes, routes, fragmentation, update, progress, jobs)
     finally:
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()
     for done, path in enumerate(goldens, start=len(cassettes) + 1):
         rows.append(_golden_row(path))
         progress.update(done, str(path))

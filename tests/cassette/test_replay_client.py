@@ -65,9 +65,17 @@ def test_a_credential_in_the_url_is_refused_every_time_not_only_the_first() -> N
     assert _refuse_credentials_in_url(fine) is _refuse_credentials_in_url(fine)
 
 
-def test_check_leaves_the_collector_as_it_found_it() -> None:
-    before = gc.get_freeze_count()
-    out = io.StringIO()
-    assert run_check([str(ROOT / "cassettes" / "openai")], out, progress=io.StringIO()) == 0, out.getvalue()
-    assert gc.get_freeze_count() == before
-    assert gc.isenabled()
+@pytest.mark.parametrize("host_froze", [False, True])
+def test_check_leaves_the_collector_as_it_found_it(host_froze: bool) -> None:
+    if host_froze:
+        gc.freeze()  # a host program's own frozen objects: check must not release them
+    try:
+        before = gc.get_freeze_count()
+        assert (before > 0) == host_froze
+        out = io.StringIO()
+        assert run_check([str(ROOT / "cassettes" / "openai")], out, progress=io.StringIO()) == 0, out.getvalue()
+        assert gc.get_freeze_count() == before
+        assert gc.isenabled()
+    finally:
+        if host_froze:
+            gc.unfreeze()
