@@ -169,8 +169,8 @@ class _ReplayClient(httpx.AsyncClient):
 
     def __init__(self) -> None:
         # no connection pool, no TLS context: nothing is ever sent through it
-        super().__init__(transport=_Offline())
         self._offline = _Offline()
+        super().__init__(transport=self._offline)
 
     async def send(self, request: httpx.Request, *, stream: bool = False, **_: Any) -> httpx.Response:
         if self.is_closed:

@@ -38,6 +38,7 @@ class RunBatch(Protocol):
 
 #: small enough to balance the workers at the end of a run, big enough that messages cost little
 _BATCH = 8
+#: batches sent to a worker ahead: it starts the next one without waiting for the parent
 _IN_FLIGHT = 2
 
 #: seconds without a row from any busy worker before they count as hung (a replay takes milliseconds)
@@ -130,8 +131,6 @@ def check_in_workers(
     for _ in range(min(jobs, len(cassettes))):
         start()
     try:
-        # two batches in flight: a worker that ends one starts the next at once,
-        # without waiting for the parent to be scheduled and answer
         for _ in range(_IN_FLIGHT):
             for worker in workers:
                 if queue:
