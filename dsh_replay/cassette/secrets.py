@@ -1,9 +1,7 @@
-"""Secrets never reach disk: what is scrubbed, and the scan for what slipped through (sans-I/O).
+"""Secrets that slipped through: the scan before every write and of files on disk (sans-I/O).
 
-:class:`Scrubber` replaces credentials in the places providers take them
-(headers, query parameters, and user filters over bodies) with ``REDACTED``
-before a cassette is written. The scan then runs over every string of the
-cassette right before it is written, and over files on disk for
+The scan runs over every string of a cassette right before it is written
+(after :mod:`.scrub` took the credentials out), and over files on disk for
 ``dsh-replay scan``. A hit names the interaction and the field so the user can
 add a filter. Placeholders left by the scrubber never match.
 
@@ -21,78 +19,44 @@ import binascii
 import bisect
 import re
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote
+
+from ..wire.credentials import unscrubbed_credentials
+
+# the scrubber's names, where they were first published
+from .scrub import (
+    DEFAULT_BODY_FIELDS,
+    DEFAULT_QUERY_PARAMETERS,
+    DEFAULT_REQUEST_HEADERS,
+    DEFAULT_RESPONSE_HEADERS,
+    REDACTED,
+    BodyFilter,
+    ScrubbedRequest,
+    Scrubber,
+    mask_echoes,
+    mask_echoes_in_body,
+)
 
 __all__ = [
+    "DEFAULT_BODY_FIELDS",
     "DEFAULT_QUERY_PARAMETERS",
     "DEFAULT_REQUEST_HEADERS",
     "DEFAULT_RESPONSE_HEADERS",
     "REDACTED",
     "BodyFilter",
     "Located",
+    "ScrubbedRequest",
     "Scrubber",
     "SecretHit",
     "find_file_secrets",
     "find_secrets",
     "mask",
+    "mask_echoes",
+    "mask_echoes_in_body",
 ]
-
-REDACTED = "REDACTED"
-
-# -- scrubbing -----------------------------------------------------------------
-
-DEFAULT_REQUEST_HEADERS = frozenset(
-    ("authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization", "cookie")
-)
-DEFAULT_RESPONSE_HEADERS = frozenset(("set-cookie",))
-DEFAULT_QUERY_PARAMETERS = frozenset(("key", "api_key"))
-
-BodyFilter = Callable[[str, bytes], bytes]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Scrubber:
-    """What is replaced by ``REDACTED`` before a cassette reaches disk.
-
-    ``body_filters`` are callables ``(part, body) -> body`` where ``part`` is
-    ``"request"`` or ``"response"``, for secrets only the user knows about.
-    """
-
-    request_headers: frozenset[str] = DEFAULT_REQUEST_HEADERS
-    response_headers: frozenset[str] = DEFAULT_RESPONSE_HEADERS
-    query_parameters: frozenset[str] = DEFAULT_QUERY_PARAMETERS
-    body_filters: tuple[BodyFilter, ...] = ()
-
-    def uri(self, uri: str) -> tuple[str, int]:
-        """The URI with secret query parameters replaced, and how many were."""
-        parts = urlsplit(uri)
-        if not parts.query:
-            return uri, 0
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        count = sum(1 for key, value in pairs if key.lower() in self.query_parameters and value != REDACTED)
-        if not count:
-            return uri, 0
-        scrubbed = [(k, REDACTED if k.lower() in self.query_parameters else v) for k, v in pairs]
-        return urlunsplit(parts._replace(query=urlencode(scrubbed))), count
-
-    def headers(self, headers: Iterable[tuple[str, str]], names: frozenset[str]) -> tuple[list[tuple[str, str]], int]:
-        out, count = [], 0
-        for name, value in headers:
-            if name.lower() in names and value != REDACTED:
-                out.append((name, REDACTED))
-                count += 1
-            else:
-                out.append((name, value))
-        return out, count
-
-    def body(self, part: str, body: bytes) -> bytes:
-        for body_filter in self.body_filters:
-            body = body_filter(part, body)
-        return body
-
 
 # -- scanning ------------------------------------------------------------------
 
@@ -104,12 +68,24 @@ class Scrubber:
 # between candidates, about 50x faster over a large body.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("Anthropic API key", re.compile(r"sk-ant-[A-Za-z0-9_-]{16,}")),
+    ("Stripe-style secret key", re.compile(r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}")),
     ("OpenAI API key", re.compile(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
     ("Google API key", re.compile(r"AIza[0-9A-Za-z_-]{30,}")),
+    ("Groq API key", re.compile(r"gsk_[A-Za-z0-9]{20,}")),
+    ("xAI API key", re.compile(r"xai-[A-Za-z0-9_-]{20,}")),
+    ("Hugging Face token", re.compile(r"hf_[A-Za-z0-9]{30,}")),
+    ("GitHub token", re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
+    ("Slack token", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}")),
     ("AWS access key id", re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
     # Auth schemes are case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" too.
     # Unlike the others this pattern has no literal prefix; it costs ~10 ms per MB.
     ("bearer token", re.compile(r"(?i:bearer)\s+(?!REDACTED\b)[A-Za-z0-9._~+/-]{16,}=*")),
+    # A provider's 401 that quotes the key it was sent ("Incorrect API key provided: Zq7…"),
+    # whatever the key's shape. Only the group is the secret; OpenAI masks its own
+    # quote with asterisks, which end the match before it is long enough.
+    ("API key quoted in an error", re.compile(
+        r"(?i:(?:incorrect|invalid|wrong|unknown|expired|revoked|bad)\s+(?:api[ _-]?)?(?:key|token)"
+        r"(?:\s+provided)?\s*[:=]\s*[\"']?)(?P<secret>(?!REDACTED\b)(?=[^\s\"']*\d)[A-Za-z0-9._~+/-]{20,})")),
 )
 
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -200,6 +176,10 @@ def _string_secrets(text: str, field: str) -> Iterator[_Found]:
     """
     found = list(_matches(text))
     yield from ((kind, field, secret) for kind, secret in found)
+    for hit in unscrubbed_credentials(text, field):
+        if not any(hit[2] in seen or seen in hit[2] for _, seen in found):
+            found.append((hit[0], hit[2]))
+            yield hit
     for view, decoded in (("percent-decoded", _percent_decoded(text)), ("unescaped", _unescaped(text))):
         if decoded == text:
             continue
@@ -243,11 +223,12 @@ def _matches(text: str) -> Iterator[tuple[str, str]]:
     taken: list[tuple[int, int]] = []
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(text):
-            start, end = match.span()
+            group = "secret" if "secret" in pattern.groupindex else 0
+            start, end = match.span(group)
             if not _starts_word(text, start) or any(start < t_end and t_start < end for t_start, t_end in taken):
                 continue
             taken.append((start, end))
-            yield kind, match.group(0)
+            yield kind, match.group(group)
 
 
 # -- compressed bodies ---------------------------------------------------------

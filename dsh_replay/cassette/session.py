@@ -43,7 +43,7 @@ from .intercept import (
 )
 from .matching import Matcher, default_matchers, describe_mismatch, requests_match
 from .pacing import Fault, Fragmentation, parse_speed
-from .secrets import Scrubber
+from .scrub import ScrubbedRequest, Scrubber, mask_echoes_in_body, mask_interaction_echoes
 from .store import (
     FORMAT_VERSION,
     Cassette,
@@ -53,19 +53,18 @@ from .store import (
 
 __all__ = ["CassetteSession", "use_cassette"]
 
-def _vcr_request(request: Any, scrubber: Scrubber, filters: RecordFilters) -> tuple[Any, int]:
+def _vcr_request(request: Any, scrubber: Scrubber, filters: RecordFilters) -> tuple[Any, ScrubbedRequest]:
     """The request as it is matched and recorded (None: ``before_record_request`` ignores it)."""
     from vcr.request import Request as VcrRequest
 
-    uri, scrubbed = scrubber.uri(str(request.url))
-    headers, count = scrubber.headers(request.headers.multi_items(), scrubber.request_headers)
-    body = scrubber.body("request", request.content)
+    scrubbed = scrubber.request(str(request.url), request.headers.multi_items(), request.content)
+    uri, headers, body = scrubbed.uri, scrubbed.headers, scrubbed.body
     if filters:
         uri, headers, body = filters.uri(uri), filters.header_items(headers), filters.request_body(body)
     wanted = VcrRequest(request.method, uri, body, dict(headers))
     if filters.before_record_request is not None:
         wanted = filters.before_record_request(wanted)
-    return wanted, scrubbed + count
+    return wanted, scrubbed
 
 
 def _check_arguments(path: object, **named: object) -> None:
@@ -156,10 +155,17 @@ class CassetteSession:
         self.scrubbed = 0
         self.wrote = False
         self.discarded = 0
+        #: every credential value taken out of a request in this block: a golden
+        #: written from it is masked for them (an error message can quote the key)
+        self.removed: set[str] = set()
+        self._echoes: dict[int, tuple[str, ...]] = {}
         # "all": keep loaded interactions nobody asked for again (vcrpy's way). The
         # fixture turns it off: its cassette is one test's, and what that test no
         # longer asks for would only fail the next replay as unplayed.
         self.keep_unasked = True
+        # "all": a fresh recording replaces the loaded interactions it matches. A test that
+        # adds to a cassette other tests share turns it off: their requests may be the same.
+        self.replaces_rerecorded = True
         self._recorders: list[Recorder] = []
         self._can_replay = True
         self._can_record = False
@@ -208,6 +214,7 @@ class CassetteSession:
 
     def handle(self, request: Any, inner: Any, lib: types.ModuleType, is_async: bool) -> Any:
         wanted, scrubbed = _vcr_request(request, self.scrubber, self.filters)
+        self.removed.update(scrubbed.removed)
         if wanted is None:
             # vcrpy's way: a request the hook ignores goes out as it is, recorded and replayed never
             return inner.handle_async_request(request) if is_async else inner.handle_request(request)
@@ -227,13 +234,21 @@ class CassetteSession:
                 "If the request changed on purpose, re-record: --record-mode=rewrite",
                 path=str(self.path),
             )
-        self.scrubbed += scrubbed
-        return self._record_async(request, inner, lib, wanted) if is_async else self._record_sync(request, inner, lib, wanted)
+        self.scrubbed += scrubbed.count
+        if is_async:
+            return self._record_async(request, inner, lib, wanted, scrubbed.removed)
+        return self._record_sync(request, inner, lib, wanted, scrubbed.removed)
 
     def _matches(self, wanted: Any, interaction: Interaction) -> bool:
         return requests_match(self.matchers, wanted, interaction.request, self.path)
 
-    def _start_recording(self, response: Any, wanted: Any) -> Recorder:
+    def mask(self, data: bytes) -> bytes:
+        """``data`` (a golden) with every credential this block took out of a request masked."""
+        if not self.removed:
+            return data
+        return mask_echoes_in_body(data, sorted(self.removed, key=len, reverse=True))[0]
+
+    def _start_recording(self, response: Any, wanted: Any, removed: tuple[str, ...]) -> Recorder:
         headers, count = self.scrubber.headers(response.headers.multi_items(), self.scrubber.response_headers)
         headers = self.filters.header_items(headers) if self.filters else headers
         self.scrubbed += count
@@ -241,11 +256,16 @@ class CassetteSession:
             request=wanted, status=response.status_code, reason=response.reason_phrase, headers=headers, body=b"",
         )
         self.cassette.interactions.append(interaction)
+        if removed:
+            self._echoes[id(interaction)] = removed
         recorder = Recorder(interaction, self._recorded)
         self._recorders.append(recorder)
         return recorder
 
     def _recorded(self, interaction: Interaction) -> None:
+        removed = self._echoes.pop(id(interaction), ())
+        if removed:
+            self.scrubbed += mask_interaction_echoes(interaction, removed)
         filtered = self.filters.response_body(self.scrubber.body("response", interaction.body))
         if self.filters.before_record_response is not None:
             kept = self.filters.response_hook(interaction, filtered, self.path)
@@ -260,13 +280,17 @@ class CassetteSession:
             interaction.body = filtered
         self.recorded += 1
 
-    async def _record_async(self, request: Any, inner: Any, lib: types.ModuleType, wanted: Any) -> Any:
+    async def _record_async(
+        self, request: Any, inner: Any, lib: types.ModuleType, wanted: Any, removed: tuple[str, ...]
+    ) -> Any:
         response = await inner.handle_async_request(request)
-        return recording_response(lib, response, self._start_recording(response, wanted), True)
+        return recording_response(lib, response, self._start_recording(response, wanted, removed), True)
 
-    def _record_sync(self, request: Any, inner: Any, lib: types.ModuleType, wanted: Any) -> Any:
+    def _record_sync(
+        self, request: Any, inner: Any, lib: types.ModuleType, wanted: Any, removed: tuple[str, ...]
+    ) -> Any:
         response = inner.handle_request(request)
-        return recording_response(lib, response, self._start_recording(response, wanted), False)
+        return recording_response(lib, response, self._start_recording(response, wanted, removed), False)
 
     # -- tear-down -----------------------------------------------------------------
 
@@ -293,7 +317,7 @@ class CassetteSession:
         if failed:
             self.discarded = self.recorded
             return
-        if self.recorded and self.record_mode is RecordMode.ALL:
+        if self.recorded and self.record_mode is RecordMode.ALL and self.replaces_rerecorded:
             self._drop_rerecorded()
         if self.recorded:
             self.cassette.save()

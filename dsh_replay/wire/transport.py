@@ -61,6 +61,7 @@ from ..errors import (
     StreamTimeoutError,
 )
 from ..protocol.fields import is_number, shown
+from .credentials import is_credential_parameter
 from .provider_errors import (
     error_from_response,
     retry_after_from_headers,
@@ -77,10 +78,6 @@ __all__ = [
 
 EventT = TypeVar("EventT")
 _EventT_co = TypeVar("_EventT_co", covariant=True)
-
-# Query parameters that would put a credential in the URL, where proxies and
-# access logs keep it. Gemini accepts ``?key=`` but takes the header just as well.
-_CREDENTIAL_PARAMS = frozenset({"key", "api_key", "apikey", "access_token"})
 
 # Quota exhaustion arrives as a 429 but waiting will not refill it.
 _NOT_RETRYABLE_CODES = frozenset({"insufficient_quota"})
@@ -208,7 +205,9 @@ def _refuse_credentials_in_url(request: StreamRequest) -> httpx.URL:
 @functools.lru_cache(maxsize=256)
 def _checked_url(route: str, address: str) -> httpx.URL:
     url = httpx.URL(address)
-    leaked = sorted(name for name in url.params if name.lower() in _CREDENTIAL_PARAMS)
+    # A credential in the URL is kept by proxies and access logs. Gemini accepts
+    # ``?key=`` but takes the header just as well.
+    leaked = sorted(name for name in url.params if is_credential_parameter(name))
     if leaked or url.password:
         where = f"query parameter(s) {', '.join(leaked)}" if leaked else "user:password"
         raise ConfigError(

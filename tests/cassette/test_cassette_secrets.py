@@ -79,15 +79,16 @@ def test_more_names_can_be_scrubbed(emu: ProviderEmulator, tmp_path: Path) -> No
     ("where", "field"),
     [("body", "response.body.string"), ("header", "response.headers.x-echo")],
 )
-def test_an_echoed_key_refuses_the_write_and_leaves_no_file(
+def test_a_key_the_request_did_not_carry_refuses_the_write_and_leaves_no_file(
     emu: ProviderEmulator, tmp_path: Path, where: str, field: str
 ) -> None:
-    echo = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}"}}).encode()
+    # the request's own key would be masked where it comes back; another one is refused
+    echo = json.dumps({"error": {"message": f"Incorrect API key provided: {OTHER_KEY}"}}).encode()
     if where == "body":
         emu.add("POST", PATH, ScriptedResponse.streaming(SSE), ScriptedResponse(status=401, fragments=[echo]))
     else:
         emu.add("POST", PATH, ScriptedResponse.streaming(SSE),
-                ScriptedResponse.streaming(SSE, headers={"x-echo": f"Bearer {KEY}"}))
+                ScriptedResponse.streaming(SSE, headers={"x-echo": f"Bearer {OTHER_KEY}"}))
     path = tmp_path / "leaky.yaml"
     with pytest.raises(CassetteError) as caught, use_cassette(path, "once"), httpx.Client() as client:
         _post(client, emu.url(PATH), KEY, json={})
@@ -96,7 +97,7 @@ def test_an_echoed_key_refuses_the_write_and_leaves_no_file(
     assert str(path) in message
     assert "interaction 1" in message
     assert f"field {field}" in message
-    assert KEY not in message  # the error shows a masked excerpt only
+    assert OTHER_KEY not in message  # the error shows a masked excerpt only
     assert caught.value.path == str(path)
     assert list(tmp_path.iterdir()) == []  # no cassette, no temp file
 
@@ -141,7 +142,7 @@ def test_a_gzip_body_without_a_key_is_written(emu: ProviderEmulator, tmp_path: P
 
 
 def test_a_refused_write_keeps_the_previous_cassette(emu: ProviderEmulator, tmp_path: Path) -> None:
-    emu.add("POST", PATH, ScriptedResponse.streaming(SSE), ScriptedResponse.streaming(KEY.encode()))
+    emu.add("POST", PATH, ScriptedResponse.streaming(SSE), ScriptedResponse.streaming(OTHER_KEY.encode()))
     path = tmp_path / "kept.yaml"
     with use_cassette(path, "once"), httpx.Client() as client:
         _post(client, emu.url(PATH), KEY, json={"n": 1})
@@ -181,8 +182,9 @@ def test_body_filters_remove_what_only_the_user_knows_about(emu: ProviderEmulato
 def test_a_key_in_the_request_body_is_caught_without_a_filter(emu: ProviderEmulator, tmp_path: Path) -> None:
     emu.add("POST", PATH, ScriptedResponse.streaming(SSE))
     path = tmp_path / "request-body.yaml"
+    # a credential field is scrubbed; a key pasted into a prompt is the scan's to catch
     with pytest.raises(CassetteError, match=r"interaction 0, field request\.body"), use_cassette(path, "once"):
-        httpx.post(emu.url(PATH), json={"api_key": KEY})
+        httpx.post(emu.url(PATH), json={"messages": [{"content": f"my key is {KEY}"}]})
     assert not path.exists()
 
 
