@@ -34,6 +34,7 @@ from ..protocol.options import GenerateOptions
 from ..protocol.turn import Turn, collect
 from .report import Tally
 from .settings import Settings
+from .shared import SharedCassettes
 
 __all__ = ["DshReplay", "MarkerOptions", "cassette_name", "cassette_path_for"]
 
@@ -188,8 +189,14 @@ def _failure(message: str) -> BaseException:
 class DshReplay:
     """The object the ``dsh_replay`` fixture gives a test."""
 
-    def __init__(self, item: pytest.Item, settings: Settings, tally: Tally, config: RecordingConfig) -> None:
+    def __init__(
+        self, item: pytest.Item, settings: Settings, tally: Tally, config: RecordingConfig,
+        *, shared: SharedCassettes | None = None,
+    ) -> None:
         self._item = item
+        self._shared = shared or SharedCassettes()
+        #: this test adds its recording to a cassette an earlier test of the run wrote afresh
+        self._appends = False
         self._settings = settings
         self._tally = tally
         self._config = config
@@ -210,9 +217,15 @@ class DshReplay:
 
     def _open(self, adapter: LlmAdapter, options: GenerateOptions, route: str | None) -> Any:
         settings, config = self._settings, self._config
+        mode = config.record_mode or RecordMode.NONE
+        xdist = getattr(self._item.config, "workerinput", None) is not None
+        refusal = self._shared.refusal(self.cassette_path, mode, self._item.nodeid, xdist=xdist)
+        if refusal is not None:
+            raise _failure(refusal)
+        self._appends = self._shared.appends(self.cassette_path, mode)
         self._context = use_cassette(
             self.cassette_path,
-            config.record_mode,
+            RecordMode.ALL if self._appends else config.record_mode,
             route=route,
             options=options,
             fragmentation=config.fragmentation,
@@ -222,7 +235,9 @@ class DshReplay:
         )
         try:
             session = self._context.__enter__()
-            session.keep_unasked = False
+            # its cassette is this test's alone, or (appending) the earlier tests' are kept as they are
+            session.keep_unasked = self._appends
+            session.replaces_rerecorded = not self._appends
         except CassetteError as exc:
             self._context = None
             hint = ""
@@ -285,15 +300,16 @@ class DshReplay:
             # no recorded match, a corrupt cassette…: the message is the whole story
             raise _failure(str(exc)) from None
         recorded = session.recorded > recorded_before
-        if recorded and call == 1 and session.record_mode is RecordMode.ALL:
+        if recorded and call == 1 and session.record_mode is RecordMode.ALL and not self._appends:
             # re-recorded from the first call: the options are this run's, not the old ones
             metadata = session.cassette.metadata
             metadata["options"] = options.to_json()
             if route:
                 metadata["route"] = route
             metadata.pop("follow_ups", None)
-        if recorded and call > 1:
-            # later calls of the test are replayable without it too (collection, check)
+        if recorded and (call > 1 or self._appends):
+            # later calls of the test, and the calls of later tests sharing the cassette, are
+            # replayable without them too (collection, check)
             session.cassette.metadata.setdefault("follow_ups", []).append(options.to_json())
         self._check_outcome(outcome, expect=expect)
         if recorded:
@@ -303,7 +319,7 @@ class DshReplay:
                 raise _failure(str(exc)) from None
         self.turn = collect(outcome.chunks)
         if self.options.golden:
-            self._judge(outcome.golden_bytes(), recorded, call)
+            self._judge(session.mask(outcome.golden_bytes()), recorded, call)
         return outcome.chunks
 
     @staticmethod
@@ -330,10 +346,13 @@ class DshReplay:
             pytest.fail(problem, pytrace=False)
 
     def _write_goldens(self) -> None:
-        for path, data, status in self._pending_goldens:
-            atomic_write(path, data)
+        pending, self._pending_goldens = self._pending_goldens, []
+        for path, data, status in pending:
+            try:
+                atomic_write(path, data)
+            except CassetteError as exc:  # a full disk, a folder gone read-only: one line, not a traceback
+                raise _failure(str(exc)) from None
             self._tally.counts[f"goldens_{status}"] += 1
-        self._pending_goldens.clear()
 
     def _drop_goldens(self, reason: str) -> None:
         """The test did not pass: its goldens stay as they are, and the summary says which."""
@@ -385,6 +404,7 @@ class DshReplay:
         self._tally.use(self.cassette_path)
         self._tally.counts["secrets_scrubbed"] += session.scrubbed
         if session.wrote:
+            self._shared.wrote(self.cassette_path)
             self._tally.counts["cassettes_recorded"] += 1
         if session.played:
             self._tally.counts["cassettes_replayed"] += 1

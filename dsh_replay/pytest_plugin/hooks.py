@@ -32,8 +32,10 @@ from .per_test import dsh_replay_config as dsh_replay_config
 from .per_test import dsh_replay_record_mode as dsh_replay_record_mode
 from .report import RunScope, Tally
 from .settings import GIVEN_MODE_OPTION, Settings, add_options
+from .shared import SharedCassettes
 
 _SCOPE = pytest.StashKey[RunScope]()
+SHARED_KEY = pytest.StashKey[SharedCassettes]()
 _CALL_OUTCOME = pytest.StashKey[str]()
 
 
@@ -69,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.record_mode = settings.record_mode.value
     config.stash[TALLY_KEY] = Tally()
     config.stash[COLLECTED_KEY] = Collected()
+    config.stash[SHARED_KEY] = SharedCassettes()
     if getattr(config, "workerinput", None) is None:
         config.stash[_SCOPE] = RunScope()
         config.pluginmanager.register(_RunWatcher(config), "dsh_replay.run")
@@ -91,7 +94,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marker = item.get_closest_marker("dsh_replay")
         if marker is not None:
             MarkerOptions.from_marker(marker, item.nodeid)  # a bad argument stops the run here
-    _refuse_shared_derived_cassettes(config.stash[SETTINGS_KEY], items)
+    settings = config.stash[SETTINGS_KEY]
+    _refuse_shared_derived_cassettes(settings, items)
+    config.stash[SHARED_KEY].collected(_named_cassettes(settings, items))
+
+
+def _named_cassettes(settings: Settings, items: list[pytest.Item]) -> list[tuple[Path, str]]:
+    """(cassette, node id) of each test whose marker names its cassette."""
+    return [
+        (cassette_path_for(item, settings, options), item.nodeid)
+        for item in items
+        if isinstance(item, pytest.Function) and "dsh_replay" in item.fixturenames
+        and (options := MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)).cassette
+    ]
 
 
 def _refuse_shared_derived_cassettes(settings: Settings, items: list[pytest.Item]) -> None:
@@ -155,14 +170,17 @@ def pytest_runtest_makereport(
 def pytest_deselected(items: list[pytest.Item]) -> None:
     # under xdist this runs in the workers only; their tallies carry the count to the controller
     if items:
-        items[0].config.stash[TALLY_KEY].deselected += len(items)
+        config = items[0].config
+        config.stash[TALLY_KEY].deselected += len(items)
+        config.stash[SHARED_KEY].deselected(_named_cassettes(config.stash[SETTINGS_KEY], items))
 
 
 @pytest.fixture
 def dsh_replay(request: pytest.FixtureRequest) -> Iterator[DshReplay]:
     """Run an adapter inside this test's cassette: ``chunks = await dsh_replay.stream(adapter, options)``."""
     config = request.config
-    replay = DshReplay(request.node, config.stash[SETTINGS_KEY], config.stash[TALLY_KEY], configuration_of(request))
+    replay = DshReplay(request.node, config.stash[SETTINGS_KEY], config.stash[TALLY_KEY], configuration_of(request),
+                       shared=config.stash[SHARED_KEY])
     yield replay
     # failed, skipped, xfailed, or never got to a report (Ctrl-C): not passed, so nothing is written
     replay.close(outcome=request.node.stash.get(_CALL_OUTCOME, "interrupted"))
@@ -201,6 +219,8 @@ class _RunWatcher:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.scope.collect_errors += 1
+        elif report.skipped:
+            self.scope.skipped_collectors.add(report.nodeid)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":

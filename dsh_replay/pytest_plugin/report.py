@@ -209,6 +209,9 @@ class RunScope:
       pytest started below the rootdir) or did not finish (``-x``,
       ``--maxfail``, Ctrl-C) would leave its files looking unused: the files of
       its folder, and any file its marker's ``cassette=`` names elsewhere.
+      A module skipped at collection (an optional dependency missing) counts
+      as not collected: its tests' files are listed and deleted by no run
+      until it is collected again.
     - Deleting needs that run green too: no failure or error (exit status 0).
       A failing test's files are kept already (:meth:`Tally.keep`), but a
       failing run is a poor witness (a broken fixture or conftest, a half-done
@@ -221,6 +224,9 @@ class RunScope:
     some_paths: bool = False
     collected: int = 0
     collect_errors: int = 0
+    #: modules (or packages) skipped while collecting (``pytest.skip(allow_module_level=True)``,
+    #: ``importorskip``): their tests were never collected, so nothing says which files they own
+    skipped_collectors: set[str] = field(default_factory=set)
     finished: set[str] = field(default_factory=set)
     failed: set[str] = field(default_factory=set)
     exitstatus: int = 0
@@ -230,6 +236,11 @@ class RunScope:
 
     def listing_refusal(self, *, deselected: int) -> str | None:
         """Why unused files may not even be listed, or None."""
+        if self.skipped_collectors:
+            n, names = len(self.skipped_collectors), ", ".join(sorted(self.skipped_collectors)[:5])
+            more = ", …" if n > 5 else ""
+            return (f"{n} module{'s' if n != 1 else ''} skipped at collection ({names}{more}): "
+                    f"the files of {'their' if n != 1 else 'its'} tests cannot be told from unused ones")
         if not self.covers_every_test(deselected=deselected):
             return _SUBSET
         if self.some_paths:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import IMPORTS, echo_test, ndjson, provider, streaming, summary
+from .helpers import IMPORTS, echo_test, ini, ndjson, provider, streaming, summary
 
 XDIST = ("-p", "xdist", "-n", "2")
 SUBSET = "pruned: nothing (only a run of every test can tell what is unused)"
@@ -144,3 +144,31 @@ def test_a_test_skipped_between_its_calls_keeps_its_later_golden(
     assert "unused goldens: 1, deleted (cassettes/test_ab/test_gone.chunks.jsonl)" in summary(result)
     assert not gone.exists()
     assert files(cassettes) == RECORDED
+
+
+SKIPPED_MODULE = "import pytest\npytest.skip('an optional dependency is missing', allow_module_level=True)\n"
+
+
+@pytest.mark.parametrize("xdist", [(), XDIST], ids=["one-process", "xdist"])
+def test_a_module_skipped_at_collection_keeps_every_file(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+) -> None:
+    # two modules of one name share a cassette folder under dsh_replay_cassette_dir: the files
+    # of the one skipped at module level would look like orphans of the other's folder
+    project.makeini(ini("dsh_replay_cassette_dir = cassettes"))
+    for name in ("unit", "e2e"):
+        project.mkpydir(name)
+    (project.path / "unit" / "test_api.py").write_text(IMPORTS + echo_test("test_a", "a"))
+    (project.path / "e2e" / "test_api.py").write_text(IMPORTS + echo_test("test_e2e", "e"))
+    with provider(monkeypatch, *(streaming(ndjson(text), delay=0) for text in ("A", "E"))):
+        project.runpytest("--record-mode=once", "-p", "no:randomly").assert_outcomes(passed=2)
+    recorded = files(project.path / "cassettes")
+    assert recorded == {"test_api": ["test_a.chunks.jsonl", "test_a.yaml", "test_e2e.chunks.jsonl", "test_e2e.yaml"]}
+
+    (project.path / "e2e" / "test_api.py").write_text(SKIPPED_MODULE + IMPORTS + echo_test("test_e2e", "e"))
+    result = project.runpytest("--prune-unused", "-p", "no:randomly", *xdist)
+    result.assert_outcomes(passed=1, skipped=1)
+    assert files(project.path / "cassettes") == recorded
+    assert "pruned: nothing (1 module skipped at collection (e2e/test_api.py): the files of its tests " \
+           "cannot be told from unused ones)" in summary(result)
+    assert not [line for line in summary(result) if line.startswith(("unused goldens", "orphan cassettes"))]
