@@ -207,7 +207,6 @@ class Translator(abc.ABC, Generic[EventT]):
     def __init__(self, route: str, sequencer: BlockSequencer) -> None:
         self.route = route
         self.seq = sequencer
-        self.finished = False
 
     @abc.abstractmethod
     def event(self, event: EventT) -> list[StreamChunk]:
@@ -222,9 +221,14 @@ class Translator(abc.ABC, Generic[EventT]):
             )
         return []
 
+    @property
+    def finished(self) -> bool:
+        """Whether the stream is complete. Read from the sequencer, so a finish emitted through
+        ``self.seq.finish(...)`` counts as much as one through :meth:`finish`."""
+        return self.seq.finished
+
     def finish(self, usage: Usage, raw_reason: str | None) -> list[StreamChunk]:
         """Close every block, then usage and finish (once): ``return self.finish(usage, "COMPLETE")``."""
-        self.finished = True
         return self.seq.finish(usage=usage, raw_reason=raw_reason)
 
     def error(self, payload: object) -> ProviderError:

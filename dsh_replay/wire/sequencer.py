@@ -210,11 +210,16 @@ class BlockSequencer:
                 item.ended = True
         self._advance()
 
+    @property
+    def finished(self) -> bool:
+        """Whether :meth:`finish` has emitted ``usage`` and ``finish``: the stream is complete."""
+        return self._finished
+
     def finish(self, *, usage: Usage, raw_reason: str | None = None) -> list[StreamChunk]:
         """Close everything still open, then emit ``usage`` and ``finish``.
 
-        Call it once, on the provider's terminal event (a translator calls
-        :meth:`Translator.finish`, which also marks the stream finished). The
+        Call it once, on the provider's terminal event (a translator may call
+        ``self.finish(...)`` or ``self.seq.finish(...)``: either completes the stream). The
         finish kind is ``tool-calls`` exactly when a tool-call block was emitted;
         ``raw_reason`` keeps the provider's word. Example:
         ``seq.finish(usage=Usage(input_tokens=9, output_tokens=7), raw_reason="COMPLETE")``.
