@@ -9,6 +9,7 @@ cassettes never match on credentials.
 
 from __future__ import annotations
 
+import difflib
 import reprlib
 import sys
 from collections.abc import Callable, Mapping
@@ -34,9 +35,9 @@ OFFLINE_KEY = "dsh-replay-offline"
 _ROUTES_TABLE = ("tool", "dsh_replay", "routes")
 
 
-def import_target(spec: str, route: str, source: str) -> Callable[..., Any]:
+def import_target(spec: str, where: str) -> Callable[..., Any]:
+    """The class or factory ``module:attribute`` names; a bad one is a ``ConfigError`` that starts with ``where``."""
     module_name, _, attribute = spec.partition(":")
-    where = f"{source}: route {route!r}"
     if not module_name or not attribute:
         raise ConfigError(f"{where} must name 'package.module:AdapterClass'; got {spec!r}")
     try:
@@ -46,7 +47,10 @@ def import_target(spec: str, route: str, source: str) -> Callable[..., Any]:
     try:
         target = getattr(module, attribute)
     except AttributeError:
-        raise ConfigError(f"{where}: {module_name} has no {attribute!r}") from None
+        public = [name for name in dir(module) if not name.startswith("_")]
+        close = difflib.get_close_matches(attribute, public, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"{where}: module {module_name} has no {attribute!r}{hint}") from None
     if not callable(target):
         raise ConfigError(f"{where}: {spec} is not a class or factory")
     return target  # type: ignore[no-any-return]
@@ -100,7 +104,7 @@ class RouteTable:
             # routes name the project's own modules, importable from its root
             sys.path.insert(0, folder)
         for route, spec in routes.items():
-            self.factories[route] = import_target(str(spec), route, f"{path} [tool.dsh_replay.routes]")
+            self.factories[route] = import_target(str(spec), f"{path} [tool.dsh_replay.routes]: route {route!r}")
             self.sources[route] = f"{path}: {spec}"
 
     def routes(self) -> list[str]:

@@ -42,22 +42,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fail a case whose request body differs from the recorded one")
     parser.add_argument("-k", dest="only", default=None, metavar="TEXT", help="run only the cases whose id contains TEXT")
     parser.add_argument("--junit-xml", default=None, metavar="FILE", help="also write the results as JUnit XML")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="after the table, print every failure's whole message (and every case's notes)")
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return run_conform(args.target, args.route, args.paths, out, strict_requests=args.strict_requests,
-                       only=args.only, junit_xml=args.junit_xml)
+                       only=args.only, junit_xml=args.junit_xml, verbose=args.verbose)
 
 
 def load_target(spec: str) -> Callable[..., Any]:
     """The adapter class or factory ``module:attribute`` names, importable from the current folder."""
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
-    return import_target(spec, "conform", "dsh-replay conform TARGET")
+    return import_target(spec, f"TARGET {spec!r}")
 
 
 def run_conform(target: str, route: str, paths: Sequence[str], out: TextIO, *, strict_requests: bool = False,
-                only: str | None = None, junit_xml: str | None = None) -> int:
+                only: str | None = None, junit_xml: str | None = None, verbose: bool = False) -> int:
     factory = load_target(target)
     cases = build_cases(route, paths)
     if only is not None:
@@ -72,9 +74,11 @@ def run_conform(target: str, route: str, paths: Sequence[str], out: TextIO, *, s
     rows = [[v.case.id, _status(v), _first_line(v.case.skip or v.problem or "; ".join(v.notes))] for v, _ in results]
     out.write(render_table(["case", "verdict", "detail"], rows))
     failed = [v for v, _ in results if v.problem]
-    for verdict in failed:
-        if "\n" in verdict.problem:
-            out.write(f"\n{verdict.case.id}:\n{verdict.problem.rstrip()}\n")
+    _write_details(failed if verbose else [v for v in failed if "\n" in v.problem], out)
+    if verbose:
+        for verdict, _ in results:
+            for note in verdict.notes:
+                out.write(f"note: {verdict.case.id}: {note}\n")
     skipped = sum(1 for v, _ in results if v.case.skip)
     passed = len(results) - len(failed) - skipped
     out.write(f"\n{len(results)} cases: {passed} passed, {len(failed)} failed, {skipped} skipped "
@@ -82,6 +86,16 @@ def run_conform(target: str, route: str, paths: Sequence[str], out: TextIO, *, s
     if junit_xml:
         write_junit(Path(junit_xml), f"conform {route} {target}", results)
     return 1 if failed else 0
+
+
+def _write_details(failed: Sequence[CaseVerdict], out: TextIO) -> None:
+    """Each failure's whole message, once: the fragmentations of one cassette usually fail alike
+    (a golden difference is the same diff four times), so cases with one message share it."""
+    by_message: dict[str, list[str]] = {}
+    for verdict in failed:
+        by_message.setdefault(verdict.problem.rstrip(), []).append(verdict.case.id)
+    for message, ids in by_message.items():
+        out.write(f"\n{', '.join(ids)}:\n{message}\n")
 
 
 def _status(verdict: CaseVerdict) -> str:

@@ -254,8 +254,10 @@ def _judge_raise(raised: BaseException | None, chunks: list[Any], case: Conforma
     wanted = " or ".join(cls.__name__ for cls in case.expect_raise)
     if raised is None:
         finish = next((c for c in chunks if isinstance(c, Finish)), None)
-        how = f"finished ({finish.reason.kind})" if finish is not None else "ended"
-        verdict.problem = f"forged finish: the stream {how} where {wanted} was expected"
+        if finish is not None:
+            verdict.problem = f"forged finish: the stream finished ({finish.reason.kind}) where {wanted} was expected"
+        else:
+            verdict.problem = f"the stream ended without an error where {wanted} was expected"
     elif not isinstance(raised, case.expect_raise):
         verdict.problem = f"raised {type(raised).__name__} ({str(raised)[:160]}) where {wanted} was expected"
 

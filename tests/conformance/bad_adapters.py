@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from dsh_replay import BlockEnd, Finish, FinishReason, GenerateOptions, StreamChunk
+from dsh_replay import (
+    BlockEnd,
+    Finish,
+    FinishReason,
+    GenerateOptions,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+)
 from dsh_replay.adapters import OpenAIChatAdapter
 
 
@@ -37,3 +45,26 @@ class SendsExtraField(OpenAIChatAdapter):
 
     def body(self, options: GenerateOptions) -> dict[str, Any]:
         return {**super().body(options), "user": "conformance"}
+
+
+class EndsQuietlyOnErrors(OpenAIChatAdapter):
+    """Stops yielding on a failure, with no error and no finish."""
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in super().stream(options):
+                yield chunk
+        except Exception:
+            return
+
+
+class RenamesTheStory(OpenAIChatAdapter):
+    """Right protocol, other text: every golden differs."""
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        async for chunk in super().stream(options):
+            if isinstance(chunk, TextDelta):
+                chunk = TextDelta(index=chunk.index, text=chunk.text.upper())
+            elif isinstance(chunk, BlockEnd) and isinstance(chunk.block, TextBlock):
+                chunk = BlockEnd(index=chunk.index, block=TextBlock(text=chunk.block.text.upper()))
+            yield chunk

@@ -104,7 +104,7 @@ def test_junit_xml_has_one_testcase_per_case(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["no_such_module:Adapter", "--route", "openai"], "cannot import 'no_such_module'"),
-        (["dsh_replay.adapters:NoSuchAdapter", "--route", "openai"], "dsh_replay.adapters has no 'NoSuchAdapter'"),
+        (["dsh_replay.adapters:NoSuchAdapter", "--route", "openai"], "module dsh_replay.adapters has no 'NoSuchAdapter'"),
         (["dsh_replay.adapters", "--route", "openai"], "must name 'package.module:AdapterClass'"),
         (["dsh_replay.adapters:OpenAIChatAdapter", "--route", "cohere"], "no bundled cassettes for route 'cohere'"),
         (["dsh_replay.adapters:OpenAIChatAdapter", "--route", "openai", "missing/folder"],
@@ -133,3 +133,35 @@ def test_an_adapter_that_cannot_be_built_is_named(target: str, message: str) -> 
     result = conform(target, "--route", "openai", "-k", "text[recorded]")
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def test_a_misspelt_target_names_it_and_the_nearest_name() -> None:
+    result = conform("dsh_replay.adapters:OpenAIChatAdaptr", "--route", "openai")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "dsh-replay: error: TARGET 'dsh_replay.adapters:OpenAIChatAdaptr': module dsh_replay.adapters has no "
+        "'OpenAIChatAdaptr' (did you mean 'OpenAIChatAdapter'?)\n"
+    )
+
+
+def test_an_adapter_that_ends_quietly_is_not_called_a_forged_finish() -> None:
+    result = conform("tests.conformance.bad_adapters:EndsQuietlyOnErrors", "--route", "openai", "-k", "fault-4")
+    assert result.returncode == 1
+    table = rows(result.stdout)
+    verdict, detail = table["fault-429"]
+    assert verdict == "FAIL" and detail.startswith("the stream ended without an error where RateLimitError was expected")
+    assert not any("forged" in detail for _, detail in table.values())
+
+
+def test_a_golden_difference_is_shown_once_per_cassette_and_verbose_shows_every_message() -> None:
+    result = conform("tests.conformance.bad_adapters:RenamesTheStory", "--route", "openai", "-k", "text[")
+    assert result.returncode == 1
+    assert [verdict for verdict, _ in rows(result.stdout).values()] == ["FAIL"] * 4
+    assert result.stdout.count("differs from the adapter's chunks") == 1
+    assert "\ntext[recorded], text[bytes], text[random-1], text[random-2]:\nchunks differ from the golden" in result.stdout
+
+    quiet = conform("tests.conformance.bad_adapters:EndsQuietlyOnErrors", "--route", "openai", "-k", "fault-429")
+    assert "\nfault-429:\n" not in quiet.stdout  # a one-line failure is whole in the table
+    verbose = conform("tests.conformance.bad_adapters:EndsQuietlyOnErrors", "--route", "openai", "-k", "fault-429", "-v")
+    assert ("\nfault-429:\nthe stream ended without an error where RateLimitError was expected; and P11 at chunk 0: "
+            "stream ended after 0 chunk(s) without finish\n") in verbose.stdout  # whole, where the table cuts it
