@@ -22,6 +22,8 @@ scan, which refuses the write rather than leak a credential.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import types
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +32,7 @@ from typing import Any
 from .._version import __version__
 from ..errors import CassetteError
 from ..protocol.options import GenerateOptions
+from ..wire.transport import RETRY_PAUSES_WAIT
 from .config import active
 from .files import read_metadata_key, unwritable_reason
 from .filters import RecordFilters
@@ -44,6 +47,7 @@ from .intercept import (
 from .matching import Matcher, default_matchers, describe_mismatch, requests_match
 from .pacing import Fault, Fragmentation, parse_speed
 from .scrub import ScrubbedRequest, Scrubber, mask_echoes_in_body, mask_interaction_echoes
+from .session_checks import check_arguments, check_fault_reaches
 from .store import (
     FORMAT_VERSION,
     Cassette,
@@ -65,48 +69,6 @@ def _vcr_request(request: Any, scrubber: Scrubber, filters: RecordFilters) -> tu
     if filters.before_record_request is not None:
         wanted = filters.before_record_request(wanted)
     return wanted, scrubbed
-
-
-def _check_arguments(path: object, **named: object) -> None:
-    """Refuse arguments of the wrong kind here, not as an AttributeError deep in a replay."""
-    if not isinstance(path, (str, Path)) or not str(path):
-        raise CassetteError(f"use_cassette: path must be a file path (str or Path), got {path!r}")
-    kinds: dict[str, tuple[type, str]] = {
-        "route": (str, "a route name"),
-        "options": (GenerateOptions, "GenerateOptions"),
-        "scrubber": (Scrubber, "a Scrubber"),
-        "fault": (Fault, "a Fault"),
-        "filters": (RecordFilters, "RecordFilters"),
-    }
-    for name, (kind, what) in kinds.items():
-        value = named[name]
-        if value is not None and not isinstance(value, kind):
-            raise CassetteError(f"use_cassette: {name} must be {what} or None, got {value!r}")
-    matchers = named["matchers"]
-    if matchers is not None and (isinstance(matchers, (str, bytes)) or not all(callable(m) for m in matchers)):  # type: ignore[attr-defined]
-        raise CassetteError(
-            f"use_cassette: matchers must be a list of functions (request, recorded) -> bool, got {matchers!r}"
-        )
-
-
-def _check_fault_reaches(fault: Fault, cassette: Cassette) -> None:
-    """A fault that can never strike would pass as a tested error path: refuse it."""
-    count = len(cassette.interactions)
-    targets = range(count) if fault.interaction is None else [fault.interaction]
-    if fault.interaction is not None and fault.interaction >= count:
-        raise CassetteError(
-            f"fault targets interaction {fault.interaction} but cassette {cassette.path} has {count} "
-            f"(numbered from 0)", path=str(cassette.path),
-        )
-    # a reset or stall right after the last byte still strikes a client that reads
-    # to the end; a truncation there changes nothing
-    slack = 0 if fault.kind == "truncate" else 1
-    if all(fault.at >= len(cassette.interactions[n].body) + slack for n in targets):
-        sizes = ", ".join(str(len(cassette.interactions[n].body)) for n in targets)
-        raise CassetteError(
-            f"{fault.kind} fault at byte {fault.at} can never strike: the recorded bodies it targets in "
-            f"{cassette.path} have {sizes} bytes; choose an offset inside the body", path=str(cassette.path),
-        )
 
 
 def _sessions_using(path: Path) -> list[CassetteSession]:
@@ -138,7 +100,7 @@ class CassetteSession:
         filters: RecordFilters | None = None,
         cassette: Cassette | None = None,
     ) -> None:
-        _check_arguments(path, route=route, options=options, scrubber=scrubber, matchers=matchers, fault=fault,
+        check_arguments(path, route=route, options=options, scrubber=scrubber, matchers=matchers, fault=fault,
                          filters=filters)
         self.path = Path(path)
         self.record_mode = RecordMode.parse(record_mode)
@@ -193,7 +155,7 @@ class CassetteSession:
         self._can_replay = mode is not RecordMode.ALL
         self._can_record = mode in (RecordMode.NEW_EPISODES, RecordMode.ALL)
         if self._can_replay and self.fault is not None:
-            _check_fault_reaches(self.fault, cassette)
+            check_fault_reaches(self.fault, cassette)
         return cassette
 
     def _metadata(self) -> dict[str, Any]:
@@ -206,6 +168,11 @@ class CassetteSession:
         return metadata
 
     # -- the handler ---------------------------------------------------------------
+
+    @property
+    def can_record(self) -> bool:
+        """Whether a request this session cannot replay goes to the network (and is recorded)."""
+        return self._can_record
 
     @property
     def unplayed(self) -> list[Interaction]:
@@ -362,6 +329,7 @@ class use_cassette:  # lower-case: it reads like vcrpy's vcr.use_cassette
         }
         self.session: CassetteSession | None = None
         self._active = False
+        self._pauses: contextvars.Token[bool] | None = None
 
     def _arguments(self) -> tuple[tuple[Any, Any], dict[str, Any]]:
         """The session's arguments: those given, then the running test's configuration, then the defaults."""
@@ -400,6 +368,9 @@ class use_cassette:  # lower-case: it reads like vcrpy's vcr.use_cassette
             )
         self.session, self._active = session, True
         install(session)
+        if not session.can_record and session.speed == 0:
+            # a replay that does not pace does not wait out a recorded 429's back-off either
+            self._pauses = RETRY_PAUSES_WAIT.set(False)
         return session
 
     def __exit__(self, *exc_info: object) -> None:
@@ -407,6 +378,10 @@ class use_cassette:  # lower-case: it reads like vcrpy's vcr.use_cassette
             raise CassetteError("use_cassette: __exit__ without __enter__; use it as a with block")
         self._active = False
         uninstall(self.session)
+        if self._pauses is not None:
+            with contextlib.suppress(ValueError):  # left in another context than it was entered in
+                RETRY_PAUSES_WAIT.reset(self._pauses)
+            self._pauses = None
         if exc_info[0] is None or not isinstance(exc_info[1], CassetteError):
             self.session.close(failed=exc_info[0] is not None)
 

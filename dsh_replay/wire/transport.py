@@ -41,6 +41,7 @@ adapters also use for error events inside a 200 stream.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import itertools
 import math
@@ -69,6 +70,7 @@ from .provider_errors import (
 
 __all__ = [
     "DEFAULT_RETRY",
+    "RETRY_PAUSES_WAIT",
     "Decoder",
     "RetryPolicy",
     "StreamRequest",
@@ -86,6 +88,11 @@ _NOT_RETRYABLE_CODES = frozenset({"insufficient_quota"})
 # longer than a day inside one call is a hang, not a backoff (and 8e6 typed for
 # 8.0 should fail when it is written, not when the first 503 arrives).
 _MAX_RETRY_DELAY = 24 * 3600.0
+
+#: Whether a retry pause really waits, in this task and those it starts. A replay
+#: that does not pace (a cassette in replay with speed 0) turns it off: the 429 it
+#: answers is a recording, and waiting out its Retry-After would only slow the suite.
+RETRY_PAUSES_WAIT: contextvars.ContextVar[bool] = contextvars.ContextVar("dsh_replay_retry_pauses_wait", default=True)
 
 # 2.0**1024 overflows a float (OverflowError on retry 1024 of a long policy). Past
 # 2**1000 the backoff ceiling is max_delay for any base_delay, so stop growing there.
@@ -354,7 +361,7 @@ async def _sleep(seconds: float) -> None:
     ``asyncio.sleep`` would fail under trio ("no running event loop"). A pause
     of zero (a ``Retry-After: 0``, a replay that does not wait) needs neither.
     """
-    if seconds <= 0:
+    if seconds <= 0 or not RETRY_PAUSES_WAIT.get():
         return
     import anyio  # imported on the first retry only (~20 ms at start-up)
 
