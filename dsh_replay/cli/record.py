@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -17,14 +19,16 @@ from ..cassette.replay import Outcome, judge_golden, run_adapter
 from ..cassette.session import use_cassette
 from ..errors import ConfigError, DshReplayError
 from ..protocol.options import GenerateOptions
-from .common import add_plugins, route_table
+from .common import add_plugins, clean_stale_temp_files, config_inputs, output_conflict, route_table
 from .trace import print_verdict
 
 __all__ = ["DESCRIPTION", "EXAMPLE", "add_arguments", "key_variable", "run", "run_record"]
 
 
 def run_record(route: str, options_file: str, out_path: str, base_url: str | None, out: TextIO,
-               routes: RouteTable | None = None, *, force: bool = False) -> int:
+               routes: RouteTable | None = None, *, force: bool = False,
+               also_read: Mapping[str, Iterable[Path]] | None = None) -> int:
+    started = time.time()
     if os.environ.get("CI"):
         raise ConfigError("record is refused because CI is set: CI only replays. Record locally and commit.")
     try:
@@ -36,7 +40,8 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"{options_file}: not valid JSON ({exc})") from None
     cassette = Path(out_path)
-    _check_target(cassette, force=force)
+    _check_target(cassette, force=force, inputs={"the --options file": [Path(options_file)], **(also_read or {})})
+    clean_stale_temp_files([cassette], older_than=started)  # what a killed record left beside the cassette
     variable = key_variable(route)
     key = os.environ.get(variable, "")
     table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
@@ -57,7 +62,7 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
             raise ConfigError(f"route {route!r} needs its key in the environment variable {variable}")
         adapter = factory(api_key=key, **({"base_url": base_url} if base_url else {}))
 
-    async def go() -> Outcome:
+    async def go() -> tuple[Outcome, bytes]:
         async with use_cassette(cassette, "rewrite", route=route, options=options) as session:
             if isinstance(getattr(adapter, "base_url", None), str):
                 session.cassette.metadata["base_url"] = adapter.base_url  # type: ignore[attr-defined]
@@ -69,26 +74,32 @@ def run_record(route: str, options_file: str, out_path: str, base_url: str | Non
                     f"({type(outcome.raised).__name__}: {outcome.raised}). Check --base-url and the network, "
                     "then run record again"
                 )
-            return outcome
+            return outcome, session.mask(outcome.golden_bytes())
 
-    outcome = asyncio.run(go())
-    status, _ = judge_golden(cassette, outcome.golden_bytes(), update=True)
+    outcome, golden = asyncio.run(go())
+    status, _ = judge_golden(cassette, golden, update=True)
     out.write(f"recorded {cassette} ({len(outcome.chunks)} chunks); golden {golden_path_for(cassette)} {status}\n")
     return print_verdict(outcome, out)
 
 
-def _check_target(cassette: Path, *, force: bool) -> None:
+def _check_target(cassette: Path, *, force: bool, inputs: Mapping[str, Iterable[Path]]) -> None:
     """Refuse an ``--out`` that cannot take the cassette and its golden before the call is paid for.
 
     A recorded cassette is a reviewed, committed artifact: replacing it (or the
     golden beside it) takes ``--force``, as ``--record-mode=once`` keeps one too.
+    Replacing a file the command reads (``inputs``: the options, the plugin YAML)
+    is refused even with ``--force``, which is the habit of re-recording, not a
+    wish to lose the options file.
     """
     if cassette.suffix not in (".yaml", ".yml"):
         raise ConfigError(f"--out {cassette}: name a .yaml file (check and collection look for *.yaml)")
     golden = golden_path_for(cassette)
-    for target in (cassette, golden):
+    for what, target in (("cassette", cassette), ("golden", golden)):
         if reason := unwritable_reason(target):
             raise ConfigError(f"--out {cassette}: {reason}; remove it or choose another name")
+        # writing a cassette is the point here: only the files read are guarded
+        if reason := output_conflict(target, inputs, cassettes_too=False):
+            raise ConfigError(f"refusing to write the {what} to {target}: {reason}; choose another --out")
     existing = [str(target) for target in (cassette, golden) if target.is_file()]
     if existing and not force:
         raise ConfigError(
@@ -129,4 +140,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return run_record(args.route, args.options, args.out, args.base_url, out, routes=route_table(args),
-                      force=args.force)
+                      force=args.force, also_read=config_inputs(args))

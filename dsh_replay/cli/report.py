@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .common import add_plugins, route_table
+from .common import FORCE_HELP, add_plugins, config_inputs, route_table
 
 if TYPE_CHECKING:
     from ..adapters.route_table import RouteTable
@@ -25,7 +25,7 @@ DESCRIPTION = (
     "--compare A B overlays two cassettes' timelines in one picture (say, before and after\n"
     "re-recording). The page is the same for the same cassettes, so it can be diffed.\n"
     "Exit 0 once the page is written, whatever the verdicts (dsh-replay check judges); 1 when there is\n"
-    "no cassette to show."
+    "no cassette to show. FILE may not be a cassette, a golden or a file read (unless --force)."
 )
 EXAMPLE = "dsh-replay report cassettes/anthropic cassettes/openai -o report.html"
 
@@ -36,13 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     parser.add_argument("--compare", nargs=2, action="append", default=[], metavar=("A", "B"),
                         help="two cassettes whose timelines to overlay (may be given more than once)")
+    parser.add_argument("--force", action="store_true", help=FORCE_HELP)
     add_plugins(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     paths = args.paths or ([] if args.compare else ["cassettes"])
     return write_report([Path(p) for p in paths], args.output, out, err=err,
-                        compare=[(Path(a), Path(b)) for a, b in args.compare], routes=route_table(args))
+                        compare=[(Path(a), Path(b)) for a, b in args.compare], routes=route_table(args),
+                        force=args.force, also_read=config_inputs(args))
 
 
 def _case_label(path: Path) -> str:
@@ -77,14 +79,21 @@ def write_report(
     err: TextIO | None = None,
     compare: Sequence[tuple[Path, Path]] = (),
     routes: RouteTable | None = None,
+    force: bool = False,
+    also_read: Mapping[str, Iterable[Path]] | None = None,
 ) -> int:
-    """Replay the cassettes under ``paths`` (and those of ``compare``) and write the page to ``output``."""
+    """Replay the cassettes under ``paths`` (and those of ``compare``) and write the page to ``output``.
+
+    ``output`` may not be a cassette, a golden, nor one of the cassettes or of
+    ``also_read`` (labelled files the caller read), unless ``force``.
+    """
     import asyncio
 
     from .._version import __version__
     from ..adapters.route_table import RouteTable
     from ..cassette.files import atomic_write, unwritable_reason
     from ..errors import ConfigError
+    from .common import refuse_output
     from .report_html import render_page
 
     target = Path(output)
@@ -92,6 +101,8 @@ def write_report(
     if reason is not None:  # asked first: a long replay should not end in a page that cannot be saved
         raise ConfigError(f"-o {output}: {reason}; choose a file that can be written")
     cassettes, skipped = _cassettes(paths, compare)
+    refuse_output(target, what="report", inputs={"one of the cassettes being read": cassettes, **(also_read or {})},
+                  force=force)
     if not cassettes:
         note = f" (skipped {skipped} YAML file(s) without dsh_replay metadata)" if skipped else ""
         (err or out).write(f"dsh-replay: no cassettes with dsh_replay metadata under "
@@ -102,10 +113,7 @@ def write_report(
     by_path = dict(zip(cassettes, views, strict=True))
     page = render_page(views, [(by_path[a], by_path[b]) for a, b in compare], title="dsh-replay report",
                        version=__version__)
-    try:
-        atomic_write(target, page.encode("utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"-o {output}: cannot be written ({exc.strerror or exc}); choose another file") from None
+    atomic_write(target, page.encode("utf-8"))  # a failure is a CassetteError naming the file and why
     failed = sum(1 for view in views if not view.ok)
     out.write(f"wrote {output}: {len(views)} cassette(s), {len(views) - failed} ok, {failed} failed\n")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlsplit
@@ -13,7 +14,7 @@ import orjson
 from ..adapters.route_table import RouteTable
 from ..cassette.store import Cassette, Interaction
 from ..protocol.jsonl import chunk_to_json
-from .common import add_plugins, route_table
+from .common import FORCE_HELP, add_plugins, config_inputs, route_table
 from .timeline import StreamTimeline, fragment_preview, stream_timeline
 
 __all__ = ["run_show"]
@@ -33,12 +34,14 @@ def _summary(interaction: Interaction) -> str:
     return ", ".join(facts) or ", ".join(list(body)[:6])
 
 
-def run_show(path: str, out: TextIO, *, routes: RouteTable | None = None, html: str | None = None) -> int:
+def run_show(path: str, out: TextIO, *, routes: RouteTable | None = None, html: str | None = None,
+             force: bool = False, also_read: Mapping[str, Iterable[Path]] | None = None) -> int:
     cassette = Cassette.load(path)
     if html is not None:
         from .report import write_report
 
-        return write_report([Path(path)], html, out, routes=routes)
+        # the page may not replace the cassette shown, another cassette or a golden (unless force)
+        return write_report([Path(path)], html, out, routes=routes, force=force, also_read=also_read)
     meta = cassette.metadata
     out.write(f"cassette {path}  route={meta.get('route', '?')}  {meta.get('library', 'plain vcrpy')}\n")
     for number, interaction in enumerate(cassette.interactions):
@@ -83,7 +86,8 @@ def _fragments(timeline: StreamTimeline, interactions: int, out: TextIO) -> None
 DESCRIPTION = (
     "Print each interaction's request (scrubbed) and response, then every fragment with its arrival\n"
     "time and size and the chunks the adapter produced from it; time to first byte and first chunk.\n"
-    "With --html FILE, write the page `dsh-replay report` would write for this one cassette instead."
+    "With --html FILE, write the page `dsh-replay report` would write for this one cassette instead\n"
+    "(FILE may not be a cassette, a golden or a file read, unless --force)."
 )
 EXAMPLE = "dsh-replay show cassettes/anthropic/text.yaml"
 
@@ -92,8 +96,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cassette", metavar="CASSETTE")
     parser.add_argument("--html", default=None, metavar="FILE",
                         help="write a self-contained HTML page of the timeline to FILE instead of the text")
+    parser.add_argument("--force", action="store_true", help=FORCE_HELP)
     add_plugins(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    return run_show(args.cassette, out, routes=route_table(args), html=args.html)
+    return run_show(args.cassette, out, routes=route_table(args), html=args.html, force=args.force,
+                    also_read=config_inputs(args))

@@ -217,7 +217,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(
         raise OSError("disk full")
 
     monkeypatch.setattr("os.replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(CassetteError, match="disk full"):
         Cassette(path=path, interactions=[_interaction(b"new\n", [4])]).save()
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["atomic.yaml"]

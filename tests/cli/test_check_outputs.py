@@ -179,3 +179,25 @@ def test_github_annotations_after_json_go_to_stderr(project: Path) -> None:
     assert result.code == 1
     assert json.loads(result.out)["failed"] == 1
     assert result.err.startswith(f"::error file={UMLAUTS_GOLDEN},line=")
+
+
+def test_junit_xml_may_not_replace_a_cassette_or_golden(project: Path) -> None:
+    lone = project / "lone" / "solo.chunks.jsonl"
+    lone.parent.mkdir()
+    lone.write_bytes((project / UMLAUTS_GOLDEN).read_bytes())
+    (project / "report.xml").symlink_to(project / GREETING)
+    kept = {path: path.read_bytes() for path in (GREETING, UMLAUTS_GOLDEN, lone)}
+    for output, reason in [
+        (str(GREETING), "it is one of the cassettes being read"),
+        ("report.xml", "it is one of the cassettes being read"),  # a link to one
+        ("lone/solo.chunks.jsonl", "it is one of the goldens being read"),
+        (str(UMLAUTS_GOLDEN), "it is a golden"),
+    ]:
+        result = run("check", "--junit-xml", output, "cassettes", "lone")
+        assert (result.code, result.out) == (2, "")  # refused before any case was replayed
+        assert result.err == (f"dsh-replay: error: refusing to write JUnit XML to {output}: {reason} "
+                              "(use --force to overwrite)\n")
+    assert {path: path.read_bytes() for path in kept} == kept
+    result = run("check", "--junit-xml", str(UMLAUTS_GOLDEN), "--force", "cassettes/my-provider/greeting.yaml")
+    assert result.code == 0, result.err
+    assert ET.parse(project / UMLAUTS_GOLDEN).getroot().tag == "testsuites"

@@ -232,3 +232,36 @@ def test_a_golden_without_its_cassette_is_kept_unless_force(
     assert not (project / "new" / "hello.yaml").exists()
     assert run(*record(emu.base_url, force=True)).code == 0
     assert golden.read_bytes() == (project / "cassettes" / "my-provider" / "greeting.chunks.jsonl").read_bytes()
+
+
+def test_the_options_file_is_never_replaced_even_with_force(
+    project: Path, monkeypatch: pytest.MonkeyPatch, emu: ProviderEmulator
+) -> None:
+    monkeypatch.setenv("MY_PROVIDER_API_KEY", KEY)
+    options = project / "case.yaml"  # JSON is YAML: an options file may well be named so
+    options.write_text(json.dumps(OPTIONS), encoding="utf-8")
+    for force in (False, True):
+        result = run(*record(emu.base_url, out="case.yaml", options="case.yaml", force=force))
+        assert (result.code, result.out) == (2, "")
+        assert result.err == ("dsh-replay: error: refusing to write the cassette to case.yaml: it is the --options "
+                              "file; choose another --out\n")
+    golden_named = project / "opts.chunks.jsonl"
+    golden_named.write_text(json.dumps(OPTIONS), encoding="utf-8")
+    result = run(*record(emu.base_url, out="opts.yaml", options="opts.chunks.jsonl", force=True))
+    assert result.err == ("dsh-replay: error: refusing to write the golden to opts.chunks.jsonl: it is the --options "
+                          "file; choose another --out\n")
+    assert emu.requests == []
+    assert json.loads(options.read_text(encoding="utf-8")) == OPTIONS
+    assert json.loads(golden_named.read_text(encoding="utf-8")) == OPTIONS
+
+
+def test_a_temp_file_a_killed_record_left_is_removed(project: Path, options_file: str, emu: ProviderEmulator) -> None:
+    folder = project / "new"
+    folder.mkdir()
+    stale, other = folder / ".dsh-replay-0123456789abcdef.tmp", folder / ".dsh-replay-notours.tmp"
+    for path in (stale, other):
+        path.write_bytes(b"half a cassette")
+        os.utime(path, (1_000_000_000, 1_000_000_000))
+    result = run(*record(emu.base_url))
+    assert result.code == 0, result.err
+    assert sorted(p.name for p in folder.iterdir()) == [".dsh-replay-notours.tmp", "hello.chunks.jsonl", "hello.yaml"]

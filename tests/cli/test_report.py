@@ -220,3 +220,56 @@ def test_ticks_are_round_and_cover_the_range() -> None:
     assert nice_ticks(41.2) == [0, 10, 20, 30, 40, 50]
     assert nice_ticks(0.3) == [0, 0.1, 0.2, 0.3]
     assert nice_ticks(1239) == [0, 500, 1000, 1500]
+
+
+# -- the page never replaces a cassette, a golden or a file read ---------------------------------
+
+GREETING = Path("cassettes/my-provider/greeting.yaml")
+UMLAUTS = Path("cassettes/my-provider/umlauts.yaml")
+
+
+def _refused(output: str, reason: str, what: str = "report") -> str:
+    return f"dsh-replay: error: refusing to write {what} to {output}: {reason} (use --force to overwrite)\n"
+
+
+def test_the_page_may_not_replace_a_cassette_being_read(project: Path) -> None:
+    before = GREETING.read_bytes()
+    result = run("report", str(GREETING), "-o", str(GREETING))
+    assert (result.code, result.out, result.err) == (
+        2, "", _refused(str(GREETING), "it is one of the cassettes being read"))
+    # the same file by another name: a link, a path through a linked folder
+    Path("page.html").symlink_to(GREETING)
+    Path("linked").symlink_to(GREETING.parent, target_is_directory=True)
+    for output in ("page.html", "linked/greeting.yaml"):
+        result = run("report", "cassettes", "-o", output)
+        assert (result.code, result.err) == (2, _refused(output, "it is one of the cassettes being read"))
+    assert GREETING.read_bytes() == before
+
+
+def test_the_page_may_not_replace_a_golden_or_another_cassette(project: Path) -> None:
+    Path("plain.yaml").write_text("interactions:\n- request: {method: GET}\nversion: 1\n", encoding="utf-8")
+    Path("plain.json").write_text('{\n    "interactions": [],\n    "version": 1\n}\n', encoding="utf-8")
+    kept = {path: path.read_bytes() for path in [UMLAUTS, UMLAUTS.with_name("umlauts.chunks.jsonl"),
+                                                 Path("plain.yaml"), Path("plain.json"), Path("pyproject.toml")]}
+    for output, reason in [
+        (str(UMLAUTS), "it is a dsh_replay cassette"),  # not read by this report, a cassette all the same
+        ("cassettes/my-provider/umlauts.chunks.jsonl", "it is a golden"),
+        ("new.chunks.jsonl", "a .chunks.jsonl file is read as a golden"),
+        ("plain.yaml", "it is a vcrpy cassette"),
+        ("plain.json", "it is a vcrpy cassette"),
+        ("pyproject.toml", "it is pyproject.toml, read for the routes"),
+    ]:
+        result = run("report", str(GREETING), "-o", output)
+        assert (result.code, result.out, result.err) == (2, "", _refused(output, reason))
+    assert {path: path.read_bytes() for path in kept} == kept
+    assert not Path("new.chunks.jsonl").exists()
+
+
+def test_other_yaml_files_and_force_are_written(project: Path) -> None:
+    Path("notes.yaml").write_text("title: not a cassette\n", encoding="utf-8")
+    result = run("report", str(GREETING), "-o", "notes.yaml")
+    assert (result.code, result.err) == (0, "")
+    assert Path("notes.yaml").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    result = run("report", str(GREETING), "-o", str(UMLAUTS), "--force")
+    assert (result.code, result.err) == (0, "")
+    assert UMLAUTS.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

@@ -103,3 +103,20 @@ def test_corrupt_and_missing_cassettes_are_one_line_errors(project: Path) -> Non
     assert "re-record it with --record-mode=rewrite" in result.err
     result = run("show", "absent.yaml")
     assert (result.code, result.err) == (2, "dsh-replay: error: cassette absent.yaml does not exist\n")
+
+
+def test_html_may_not_replace_the_cassette_shown_nor_a_golden(project: Path) -> None:
+    cassette = Path("cassettes/my-provider/greeting.yaml")
+    golden = cassette.with_name("greeting.chunks.jsonl")
+    other = cassette.with_name("umlauts.yaml")
+    kept = {path: path.read_bytes() for path in (cassette, golden, other)}
+    for output, reason in [(cassette, "it is one of the cassettes being read"), (golden, "it is a golden"),
+                           (other, "it is a dsh_replay cassette")]:
+        result = run("show", str(cassette), "--html", str(output))
+        assert (result.code, result.out) == (2, "")
+        assert result.err == (f"dsh-replay: error: refusing to write report to {output}: {reason} "
+                              "(use --force to overwrite)\n")
+    assert {path: path.read_bytes() for path in kept} == kept
+    result = run("show", str(cassette), "--html", str(golden), "--force")
+    assert (result.code, result.err) == (0, "")
+    assert golden.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
