@@ -18,6 +18,7 @@ from ..cassette.files import atomic_write
 from ..conformance import CaseVerdict, build_cases, run_case
 from ..errors import ConfigError
 from .check import render_table
+from .common import refuse_output
 
 __all__ = ["run_conform", "write_junit"]
 
@@ -42,13 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fail a case whose request body differs from the recorded one")
     parser.add_argument("-k", dest="only", default=None, metavar="TEXT", help="run only the cases whose id contains TEXT")
     parser.add_argument("--junit-xml", default=None, metavar="FILE", help="also write the results as JUnit XML")
+    parser.add_argument("--force", action="store_true", help="let --junit-xml overwrite a cassette or golden")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="after the table, print every failure's whole message (and every case's notes)")
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return run_conform(args.target, args.route, args.paths, out, strict_requests=args.strict_requests,
-                       only=args.only, junit_xml=args.junit_xml, verbose=args.verbose)
+                       only=args.only, junit_xml=args.junit_xml, verbose=args.verbose, force=args.force)
 
 
 def load_target(spec: str) -> Callable[..., Any]:
@@ -59,13 +61,18 @@ def load_target(spec: str) -> Callable[..., Any]:
 
 
 def run_conform(target: str, route: str, paths: Sequence[str], out: TextIO, *, strict_requests: bool = False,
-                only: str | None = None, junit_xml: str | None = None, verbose: bool = False) -> int:
+                only: str | None = None, junit_xml: str | None = None, verbose: bool = False,
+                force: bool = False) -> int:
     factory = load_target(target)
     cases = build_cases(route, paths)
     if only is not None:
         cases = [case for case in cases if only in case.id]
         if not cases:
             raise ConfigError(f"-k {only!r} matches no case of route {route!r}")
+    if junit_xml:
+        refuse_output(Path(junit_xml), what="JUnit XML", force=force, inputs={
+            "one of the cassettes being read": {case.cassette for case in cases},
+            "one of the goldens being read": {golden for case in cases for golden in case.goldens}})
     results: list[tuple[CaseVerdict, float]] = []
     for case in cases:
         started = time.perf_counter()

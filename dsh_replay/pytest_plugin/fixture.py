@@ -403,8 +403,6 @@ class DshReplay:
             raise _failure(str(exc)) from None
         if session.discarded:
             self._tally.counts["cassettes_discarded"] += 1
-        if not test_failed:
-            self._write_goldens()
         self._tally.use(self.cassette_path)
         self._tally.counts["secrets_scrubbed"] += session.scrubbed
         if session.wrote:
@@ -412,6 +410,8 @@ class DshReplay:
             self._tally.counts["cassettes_recorded"] += 1
         if session.played:
             self._tally.counts["cassettes_replayed"] += 1
+        if not test_failed:
+            self._write_goldens()  # last: a golden that cannot be written fails the test after the counts
         if session.unplayed and not self.options.allow_unplayed and not test_failed:
             pytest.fail(
                 f"cassette {self.cassette_path}: {len(session.unplayed)} recorded interaction(s) were not played "

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ..cassette.files import has_metadata
+from ..cassette.files import has_metadata, remove_stale_temp_files
 from .fixture import DshReplay, MarkerOptions, cassette_path_for
 from .items import (
     COLLECTED_KEY,
@@ -35,6 +37,8 @@ from .settings import GIVEN_MODE_OPTION, Settings, add_options
 from .shared import SharedCassettes
 
 _SCOPE = pytest.StashKey[RunScope]()
+_STARTED = pytest.StashKey[float]()
+_STARTED_OPTION = "dsh_replay_started"
 SHARED_KEY = pytest.StashKey[SharedCassettes]()
 _CALL_OUTCOME = pytest.StashKey[str]()
 
@@ -70,6 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # is left alone, so its cassettes keep the mode it gives them
         config.option.record_mode = settings.record_mode.value
     config.stash[TALLY_KEY] = Tally()
+    config.stash[_STARTED] = time.time()
     config.stash[COLLECTED_KEY] = Collected()
     config.stash[SHARED_KEY] = SharedCassettes()
     if getattr(config, "workerinput", None) is None:
@@ -136,10 +141,25 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # The cassette each selected test would open is no orphan, even if the test is skipped.
     # Every test counts, not only ours: pytest-recording names its cassettes the same way.
     settings, tally = session.config.stash[SETTINGS_KEY], session.config.stash[TALLY_KEY]
+    folders: set[Path] = set()
     for item in session.items:
         cassette = _cassette_of(item, settings)
         if cassette is not None:
             tally.expect(cassette)
+            folders.add(cassette.parent)
+    _remove_stale_temp_files(session.config, folders)
+
+
+def _remove_stale_temp_files(config: pytest.Config, folders: set[Path]) -> None:
+    """A write killed mid-way (kill -9, a power cut) left its temp file beside the cassette, where
+    ``git add`` would pick it up: remove those older than this run in the folders its tests use."""
+    workerinput = getattr(config, "workerinput", None)
+    # under xdist the controller's start: a worker starting later must not take a sibling's file for stale
+    started = workerinput.get(_STARTED_OPTION) if workerinput is not None else None
+    started = started if isinstance(started, float) else config.stash[_STARTED]
+    for folder in sorted(folders):
+        removed = remove_stale_temp_files(folder, older_than=started, recursive=False)
+        config.stash[TALLY_KEY].counts["temp_files_removed"] += len(removed)
 
 
 def _cassette_of(item: pytest.Item, settings: Settings) -> Path | None:
@@ -197,6 +217,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 class _XdistController:
     """Hooks that exist only under pytest-xdist (pluggy refuses unknown hook names)."""
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[_STARTED_OPTION] = node.config.stash[_STARTED]
 
     def pytest_testnodedown(self, node: object, error: object) -> None:
         output = getattr(node, "workeroutput", {}) or {}

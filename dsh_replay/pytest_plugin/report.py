@@ -68,6 +68,7 @@ _COUNTERS = (
     "goldens_missing",
     "goldens_unreadable",
     "secrets_scrubbed",
+    "temp_files_removed",
 )
 
 
@@ -180,6 +181,8 @@ class Tally:
             *_unwritten_lines(self.unwritten, root),
             f"secrets scrubbed: {c['secrets_scrubbed']}",
         ]
+        if c["temp_files_removed"]:
+            out.append(f"temp files of killed writes removed: {c['temp_files_removed']}")
         refusal = scope.refusal(deselected=self.deselected)
         if scope.listing_refusal(deselected=self.deselected) is None:
             goldens, cassettes = self.unused()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -165,3 +166,16 @@ def test_a_golden_difference_is_shown_once_per_cassette_and_verbose_shows_every_
     verbose = conform("tests.conformance.bad_adapters:EndsQuietlyOnErrors", "--route", "openai", "-k", "fault-429", "-v")
     assert ("\nfault-429:\nthe stream ended without an error where RateLimitError was expected; and P11 at chunk 0: "
             "stream ended after 0 chunk(s) without finish\n") in verbose.stdout  # whole, where the table cuts it
+
+
+def test_junit_xml_may_not_replace_a_cassette_or_golden(tmp_path: Path) -> None:
+    folder = tmp_path / "openai"
+    shutil.copytree(ROOT / "cassettes" / "openai", folder)
+    cassette = folder / "text.yaml"
+    before = cassette.read_bytes()
+    result = conform("dsh_replay.adapters:OpenAIChatAdapter", "--route", "openai", str(folder), "-k", "text[",
+                     "--junit-xml", str(cassette))
+    assert result.returncode == 2
+    assert result.stderr == (f"dsh-replay: error: refusing to write JUnit XML to {cassette}: it is one of the "
+                             "cassettes being read (use --force to overwrite)\n")
+    assert cassette.read_bytes() == before
