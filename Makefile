@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: check test lint bench report-screenshot clean
+.PHONY: check test lint bench dist report-screenshot clean
 
 # The main job: replay every bundled cassette through its adapter, check goldens
 # and the ordering rules, print a table.
@@ -20,6 +20,10 @@ lint: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/run.py
+
+# The sdist and wheel a user installs outside this repository: pip install dist/dsh_replay-*.whl
+dist: $(VENV)/.installed-dev
+	$(BIN)/python -m build --no-isolation --outdir dist .
 
 # The report rendered in headless Chromium and checked not blank; fails (not skips) without Chromium.
 report-screenshot: $(VENV)/.installed-dev
@@ -39,4 +43,4 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.created
 	touch $@ $(VENV)/.installed
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist
