@@ -81,12 +81,18 @@ class _Flow(list):  # type: ignore[type-arg]
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    pass
+    def ignore_aliases(self, data: Any) -> bool:
+        # a value met twice (a tool reused in a follow-up's options) is written out
+        # twice: the loader refuses aliases, the stuff of alias bombs (yaml_file.py)
+        return True
 
 
 class _PyDumper(yaml.SafeDumper):
     """The pure-Python emitter: libyaml's escapes characters beyond U+FFFF (emoji),
     which would push a body out of its readable literal block."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # as _Dumper
 
 
 for _dumper in (_Dumper, _PyDumper):

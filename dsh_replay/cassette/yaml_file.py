@@ -3,6 +3,20 @@
 :func:`load_yaml` builds what PyYAML's safe loader builds, in one direct pass
 over libyaml's nodes; :func:`read_yaml_file` also keeps a big response body out
 of the YAML parser (read once, straight into bytes).
+
+Both refuse what no cassette holds but a hostile file can. libyaml composes an
+alias as the very node its anchor names, so nine lines of nine aliases each are
+a few dozen nodes to compose and 9**9 strings to build (an "alias bomb": a few
+hundred bytes, gigabytes, no end). No writer of cassettes writes aliases
+(dsh-replay's dumpers are told not to, vcrpy's data shares nothing), so an alias
+is refused: one of a collection, the kind that multiplies, where the building
+meets its node a second time; one of a scalar by a walk over the nodes, only in
+the rare text whose bytes may hold an alias at all (:func:`_may_have_alias`).
+Without aliases each node is built once: what is built is no bigger than what
+libyaml composed from the file. Nesting is capped too (:data:`MAX_DEPTH`), so
+that the building never runs out of stack. Every problem with a file's YAML,
+these and a syntax error alike, is a :class:`CassetteError` naming the file and
+the line.
 """
 
 from __future__ import annotations
@@ -16,21 +30,29 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-__all__ = ["BIG_BODY", "load_yaml", "read_yaml_file"]
+from ..errors import CassetteError
+
+__all__ = ["BIG_BODY", "MAX_DEPTH", "load_yaml", "read_yaml_file"]
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_STR, _MERGE = "tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"
+_TAG = "tag:yaml.org,2002:"
+_STR, _SEQ, _MAP, _MERGE = (_TAG + name for name in ("str", "seq", "map", "merge"))
+
+#: the most collections a cassette may nest one in another (dsh-replay and vcrpy write fewer than ten)
+MAX_DEPTH = 100
 
 
 #: plain scalar -> its tag (the implicit resolvers' regular expressions, run once per value)
 _RESOLVED: dict[str, str] = {}
 
 #: the tags whose values are immutable and small, and (tag, scalar) -> the value built
-_SHARED_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool", "null"))
+_SHARED_TAGS = frozenset(_TAG + name for name in ("int", "float", "bool", "null"))
 _SCALARS: dict[tuple[str, str], Any] = {}
 _UNSEEN = object()
+#: the tags a scalar node is built with here; the others (``!!seq`` on a scalar...) are the stock constructor's errors
+_SCALAR_TAGS = _SHARED_TAGS | {_STR, _TAG + "binary", _TAG + "timestamp"}
 
 #: callables that take (a, b) and () and do nothing, as cheap as a call can be
 _IGNORE_TWO: Callable[[Any, Any], object] = {}.get
@@ -38,7 +60,25 @@ _IGNORE_NONE: Callable[[], object] = ().__len__
 
 
 class _Unusual(Exception):
-    """A document the direct construction does not take on (merge keys, recursive aliases, odd tags)."""
+    """A document the direct construction does not take on (merge keys, odd tags)."""
+
+
+class _Alias(Exception):
+    """A node met a second time: the document has an alias."""
+
+
+class _TooDeep(Exception):
+    """Collections nested deeper than :data:`MAX_DEPTH`; ``line`` (1-based) is where the one too many starts."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+#: what reading a document can raise: ours, libyaml's, and the stock constructors' own (an
+#: int of more digits than Python converts, a timestamp that is no date, ``!!int ""``...)
+_UNREADABLE = (_Alias, _TooDeep, RecursionError, yaml.YAMLError, ValueError, LookupError, TypeError,
+               AttributeError, OverflowError)
 
 
 class _DirectLoader(_Loader):  # type: ignore[misc,valid-type]
@@ -48,7 +88,7 @@ class _DirectLoader(_Loader):  # type: ignore[misc,valid-type]
     and a tag lookup; a cassette is tens of thousands of plain nodes (the
     fragment pairs most of all), and building them directly takes about half
     the time. Anything beyond plain mappings, sequences and scalars is left
-    to the stock constructor (:func:`load_yaml` starts over with it).
+    to the stock constructor (:func:`_load` hands it the nodes).
     """
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
@@ -74,11 +114,22 @@ class _DirectLoader(_Loader):  # type: ignore[misc,valid-type]
             self.descend_resolver = _IGNORE_TWO
             self.ascend_resolver = _IGNORE_NONE
 
-    def construct_document(self, node: Any) -> Any:
+    def build(self, root: Node) -> Any:
+        """The document at ``root``; :class:`_Alias`, :class:`_TooDeep` or :class:`_Unusual` where it is not plain.
+
+        An alias of a collection, the kind that multiplies, is refused here; one
+        of a scalar is not seen (scalars are most nodes: checking each would
+        slow every load by a few percent), :func:`_load` looks for those first,
+        in the few documents whose text may hold an alias.
+        """
         constructors = self.yaml_constructors
-        open_ids: set[int] = set()
+        # every collection built so far: one met again is the node of an alias (one
+        # still being built: a recursive alias)
+        built_ids: set[int] = set()
+        depth = 0  # collections open around the node being built
 
         def build(node: Any) -> Any:
+            nonlocal depth
             kind = type(node)
             if kind is ScalarNode:
                 tag = node.tag
@@ -95,38 +146,151 @@ class _DirectLoader(_Loader):  # type: ignore[misc,valid-type]
                             _SCALARS.clear()
                         _SCALARS[key] = value
                     return value
-                scalar = constructors.get(tag)
-                if scalar is None:
+                if tag not in _SCALAR_TAGS:
                     raise _Unusual
-                return scalar(self, node)
-            if id(node) in open_ids:
-                raise _Unusual  # an alias to an enclosing node: a recursive structure
-            open_ids.add(id(node))
-            if kind is SequenceNode:
-                built: Any = [build(child) for child in node.value]
-            elif kind is MappingNode:
+                return constructors[tag](self, node)
+            if id(node) in built_ids:
+                raise _Alias
+            built_ids.add(id(node))
+            if depth == MAX_DEPTH:
+                raise _TooDeep(node.start_mark.line + 1)
+            depth += 1
+            if kind is SequenceNode and node.tag == _SEQ:
+                built: Any = list(map(build, node.value))
+            elif kind is MappingNode and node.tag == _MAP:
                 built = {}
                 for key, value in node.value:
                     if key.tag == _MERGE:
                         raise _Unusual
                     built[build(key)] = build(value)
             else:
-                raise _Unusual
-            open_ids.discard(id(node))
+                raise _Unusual  # !!set, !!omap, !!pairs, a tag of no constructor...
+            depth -= 1
             return built
 
-        return build(node)
+        return build(root)
 
 
-def load_yaml(data: bytes) -> Any:
-    """What ``yaml.load(data, Loader=CSafeLoader)`` builds, about twice as fast."""
+#: an alias: "*" and the first character of its name ([0-9A-Za-z_-] in libyaml and PyYAML both)
+_ALIAS_START = re.compile(rb"\*[0-9A-Za-z_-]")
+#: what cannot come just before an alias in a document that parses: a plain scalar's own
+#: characters ("a*b" is one scalar), another "*" ("**bold**" in a body), a closing quote
+_NOT_BEFORE_ALIAS = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_*\"'")
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _may_have_alias(data: bytes) -> bool:
+    """False only when ``data`` certainly holds no alias: most cassettes have no "*" at all.
+
+    A quick look at the bytes, so that only a text that may hold one pays for
+    a walk over its nodes (:func:`_check_shape`); a false True costs that walk
+    and nothing else.
+    """
+    if b"*" not in data:  # most cassettes: found at the speed of memchr
+        return False
+    if data.startswith(_UTF16_BOMS):  # UTF-16, the one other encoding YAML reads: not worth a closer look
+        return True
+    return any(at == 0 or data[at - 1] not in _NOT_BEFORE_ALIAS
+               for at in (found.start() for found in _ALIAS_START.finditer(data)))
+
+
+def _check_shape(root: Node) -> None:
+    """:class:`_Alias` or :class:`_TooDeep`, from a walk over every node, each once and without recursion.
+
+    For a text that may hold an alias of a scalar, and for a document the
+    direct pass leaves to the stock constructor part way through.
+    """
+    seen: set[int] = set()
+    pending: list[tuple[Node, int]] = [(root, 0)]
+    while pending:
+        node, depth = pending.pop()
+        if id(node) in seen:
+            raise _Alias
+        seen.add(id(node))
+        if isinstance(node, ScalarNode):
+            continue
+        if depth == MAX_DEPTH:
+            raise _TooDeep(node.start_mark.line + 1)
+        children = node.value if isinstance(node, SequenceNode) else [n for pair in node.value for n in pair]
+        pending += ((child, depth + 1) for child in children)
+
+
+def _load(data: bytes) -> Any:
+    """The document in ``data``; raises what :data:`_UNREADABLE` names."""
     loader = _DirectLoader(data)
     try:
-        return loader.get_single_data()
-    except (_Unusual, TypeError, RecursionError):  # TypeError: a key that cannot be hashed
-        return yaml.load(data, Loader=_Loader)
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        checked = _may_have_alias(data)
+        if checked:
+            _check_shape(root)
+        try:
+            return loader.build(root)
+        except (_Unusual, TypeError, RecursionError):  # TypeError: a key that cannot be hashed
+            if not checked:  # the depth of what the direct pass did not reach
+                _check_shape(root)
+            return loader.construct_document(root)  # the stock constructor, slower; nothing is shared by now
     finally:
         loader.dispose()
+
+
+def load_yaml(data: bytes, source: str | os.PathLike[str] = "<bytes>") -> Any:
+    """What ``yaml.load(data, Loader=CSafeLoader)`` builds, about twice as fast, for a document without aliases.
+
+    An alias, collections nested deeper than :data:`MAX_DEPTH`, and anything
+    the safe loader cannot load is a :class:`CassetteError` naming ``source``.
+    """
+    try:
+        return _load(data)
+    except _UNREADABLE as exc:
+        raise _refusal(exc, os.fspath(source), data) from None
+
+
+def _refusal(exc: BaseException, source: str, data: bytes) -> CassetteError:
+    hostile = "so this file was edited by hand or is hostile"
+    if isinstance(exc, _Alias):
+        message = (
+            f"cassette {source}: {_first_alias(data)}; cassettes written by dsh-replay or vcrpy never use "
+            f"aliases, {hostile}. It is refused, not expanded (a few lines of aliases can stand for billions "
+            "of values): write each value out in full, or re-record it with --record-mode=rewrite"
+        )
+    elif isinstance(exc, (_TooDeep, RecursionError)):
+        where = f"line {exc.line} nests" if isinstance(exc, _TooDeep) else "it nests"  # RecursionError: pure-Python YAML
+        message = (
+            f"cassette {source}: {where} collections more than {MAX_DEPTH} deep; cassettes written by "
+            f"dsh-replay or vcrpy nest fewer than ten, {hostile}. Re-record it with --record-mode=rewrite"
+        )
+    elif isinstance(exc, yaml.YAMLError):
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        message = f"cassette {source} is not valid YAML{where}; fix it or re-record it with --record-mode=rewrite"
+    else:
+        message = (f"cassette {source} holds a value YAML cannot build ({type(exc).__name__}: {exc}); "
+                   "fix it or re-record it with --record-mode=rewrite")
+    return CassetteError(message, path=source)
+
+
+def _first_alias(data: bytes) -> str:
+    """Where the first alias is, and its anchor: read from the parser's events, which expand nothing."""
+    anchors: dict[str, int] = {}
+    try:
+        for event in yaml.parse(data, Loader=_Loader):
+            if not isinstance(event, yaml.NodeEvent) or event.anchor is None or event.start_mark is None:
+                continue
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.AliasEvent):
+                name = _short(event.anchor)
+                of = f" (the anchor &{name} of line {anchors[event.anchor]})" if event.anchor in anchors else ""
+                return f"line {line} has the YAML alias *{name}{of}"
+            anchors[event.anchor] = line  # the last one of a name is the one an alias names
+    except yaml.YAMLError:
+        pass
+    return "it has a YAML alias"
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= 40 else name[:37] + "..."
 
 
 #: a body this big is read from the file straight into bytes, not through a YAML string
@@ -152,7 +316,7 @@ def read_yaml_file(path: Path) -> Any:
     if path.stat().st_size < BIG_BODY:
         # bytes, not text: a body with one emoji would make the whole file a
         # 4-bytes-per-character str on the way to the loader
-        return load_yaml(path.read_bytes())
+        return load_yaml(path.read_bytes(), path)
     bodies: dict[str, bytes] = {}
     rest = io.BytesIO()
     with path.open("rb") as lines:
@@ -166,7 +330,7 @@ def read_yaml_file(path: Path) -> Any:
             start = lines.tell()
             body, line = _literal_body(lines, len(head.group(1)), head.group(2))
             if body is None:
-                return load_yaml(path.read_bytes())
+                return load_yaml(path.read_bytes(), path)
             if len(body) < BIG_BODY:  # a small one stays in the YAML as it is
                 end = lines.tell() - len(line)
                 lines.seek(start)
@@ -177,12 +341,12 @@ def read_yaml_file(path: Path) -> Any:
             bodies[token] = body
             rest.write(head.group(1) + b"string: " + token.encode() + b"\n")
     try:
-        data = load_yaml(rest.getvalue())
+        data = _load(rest.getvalue())
         placed = {raw["response"]["body"]["string"]: raw for raw in data["interactions"]}
-    except (yaml.YAMLError, KeyError, TypeError, IndexError):
-        return load_yaml(path.read_bytes())  # the whole file's error, or its real shape
+    except _UNREADABLE:  # the whole file's error (with its own line numbers), or its real shape
+        return load_yaml(path.read_bytes(), path)
     if not set(bodies) <= set(placed):
-        return load_yaml(path.read_bytes())
+        return load_yaml(path.read_bytes(), path)
     for token, body in bodies.items():
         placed[token]["response"]["body"]["string"] = body
     return data

@@ -19,6 +19,7 @@ from dsh_replay.cassette import interaction
 from dsh_replay.cassette import yaml_file as reading
 from dsh_replay.cassette.replay import AdapterCache, replay_case
 from dsh_replay.cassette.store import Cassette, Interaction
+from dsh_replay.errors import CassetteError
 from dsh_replay.protocol.fields import FieldError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,34 +29,28 @@ BODY = b'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\ndata: [DONE]\n\n'
 DOCUMENTS = [
     "a: 1\nb: [1.5, -2, 0x1f, .inf, null, ~, true, 'yes', \"q\"]\nc: {d: 2001-12-14t21:59:43.10-05:00}\n",
     "bin: !!binary aGVsbG8=\nempty: \nlist: []\nmap: {}\n",
-    "shared: &s {k: [1, 2]}\nagain: *s\n",
-    "base: &b {x: 1}\nmerged: {<<: *b, y: 2}\n",  # a merge key: left to the stock constructor
-    "loop: &l [1, *l]\n",  # a recursive alias: left to the stock constructor
+    "merged: {<<: {x: 1}, y: 2}\n",  # a merge key: left to the stock constructor
     "? [1, 2]\n: unhashable key\n",  # the stock constructor's error, not a TypeError
-]
+]  # aliases are refused: test_yaml_bomb.py
 
 
 def _loader_only(text: str) -> object:
     try:
         return reading.load_yaml(text.encode())
-    except yaml.YAMLError as exc:
-        return type(exc)
+    except CassetteError:
+        return "refused"
 
 
 def _stock(text: str) -> object:
     try:
         return yaml.load(text.encode(), Loader=reading._Loader)
-    except yaml.YAMLError as exc:
-        return type(exc)
+    except yaml.YAMLError:
+        return "refused"
 
 
 @pytest.mark.parametrize("text", DOCUMENTS)
 def test_the_direct_loader_builds_what_the_safe_loader_builds(text: str) -> None:
-    built, expected = _loader_only(text), _stock(text)
-    if text.startswith("loop"):  # recursive: compare the shape, == would recurse for ever
-        assert isinstance(built, dict) and built["loop"][1] is built["loop"]
-        return
-    assert built == expected
+    assert _loader_only(text) == _stock(text)
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "cassettes").rglob("*.yaml")), ids=lambda p: p.name)
@@ -64,7 +59,7 @@ def test_bundled_cassettes_load_as_with_the_safe_loader(path: Path) -> None:
 
 
 def test_an_unknown_tag_is_still_an_error() -> None:
-    with pytest.raises(yaml.YAMLError):
+    with pytest.raises(CassetteError, match="is not valid YAML"):
         reading.load_yaml(b"a: !!python/object:os.system x\n")
 
 
