@@ -38,12 +38,14 @@ COMMANDS: dict[str, str] = {
     "conform": "run the conformance suite (bundled cassettes, fault matrix) against your adapter",
     "scan": "look for credentials in cassettes and goldens",
     "record": "record one live call into a cassette and its golden",
+    "import": "turn vcrpy / pytest-recording cassettes of streamed LLM calls into replayable cases",
     "routes": "list the routes known from built-ins and configuration",
 }
 
 
 def _module(command: str) -> ModuleType:
-    return importlib.import_module(f"{__package__}.{command}")
+    # `import` is a keyword, so its module is import_cmd
+    return importlib.import_module(f"{__package__}.{'import_cmd' if command == 'import' else command}")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

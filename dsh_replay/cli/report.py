@@ -139,6 +139,16 @@ def _goldens(path: Path, result: CaseResult) -> tuple[str, str]:
                 ("matched", "") if judged else ("n/a", ""))
 
 
+def provenance_notes(metadata: dict[str, object]) -> list[str]:
+    """What a reviewer must know about where a cassette's traffic came from, one line each."""
+    notes = []
+    if metadata.get("emulated") is True:
+        notes.append("emulated: recorded against a scripted provider emulator, not the real provider")
+    if metadata.get("fragments") == "inferred":
+        notes.append("fragments inferred: imported whole, cut one per event at 0 ms; the network's were not recorded")
+    return notes
+
+
 async def _view(anchor: str, path: Path, result: CaseResult, routes: RouteTable) -> CaseView:
     from dataclasses import replace
 
@@ -169,6 +179,8 @@ async def _view(anchor: str, path: Path, result: CaseResult, routes: RouteTable)
     first_text = timeline.first_text
     raised = timeline.outcome.raised if timeline.outcome is not None else None
     golden, detail = _goldens(path, result)
+    for note in provenance_notes(cassette.metadata):
+        judged = replace(judged, verdict=f"{judged.verdict}, {note.split(':', 1)[0]}")
     return replace(
         judged,
         responses=tuple(f"{i.status} {i.reason}".strip() for i in cassette.interactions),

@@ -44,6 +44,10 @@ def run_show(path: str, out: TextIO, *, routes: RouteTable | None = None, html: 
         return write_report([Path(path)], html, out, routes=routes, force=force, also_read=also_read)
     meta = cassette.metadata
     out.write(f"cassette {path}  route={meta.get('route', '?')}  {meta.get('library', 'plain vcrpy')}\n")
+    from .report import provenance_notes
+
+    for note in provenance_notes(meta):
+        out.write(f"{note}\n")
     for number, interaction in enumerate(cassette.interactions):
         request = interaction.request
         query = urlsplit(request.uri).query

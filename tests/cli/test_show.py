@@ -120,3 +120,17 @@ def test_html_may_not_replace_the_cassette_shown_nor_a_golden(project: Path) -> 
     result = run("show", str(cassette), "--html", str(golden), "--force")
     assert (result.code, result.err) == (0, "")
     assert golden.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_an_emulated_recording_says_so_in_show_and_report(project: Path) -> None:
+    cassette_path = project / "cassettes" / "my-provider" / "greeting.yaml"
+    cassette = Cassette.load(cassette_path)
+    cassette.metadata["emulated"] = True
+    cassette.save()
+    shown = run("show", str(cassette_path))
+    assert shown.out.splitlines()[1] == (
+        "emulated: recorded against a scripted provider emulator, not the real provider"
+    )
+    page = project / "report.html"
+    assert run("report", str(cassette_path), "-o", str(page)).code == 0
+    assert "ok, emulated" in page.read_text(encoding="utf-8")
