@@ -17,6 +17,14 @@ dumped by ``Cassette.dumps`` with the big body spliced into its literal block:
 dumping 100 MB through PyYAML would take longer than the rest of this
 benchmark), and the child checks that what it loaded is byte-identical.
 
+**Checking a 200 MB body.** ``dsh-replay check`` of one OpenAI chat cassette
+whose body is ~200 MB of small content deltas (about 1.5 M chunks; 20 MB with
+``--quick``) and its golden, written by ``tests/cli/big_case.py``. A fresh
+subprocess first checks a small bundled cassette (the imports, the adapters'
+first use), resets its peak, then runs ``run_check`` on the big case; the
+figure is the peak RSS it adds, as a multiple of the body size. The check must
+pass: the golden is compared byte for byte.
+
 **Recording overhead per fragment.** N fragments (one SSE event each, as
 providers flush them) stream from an ``httpx.MockTransport`` body and are read
 with ``aiter_raw``, once plain and once inside ``use_cassette(path, "all")``,
@@ -41,9 +49,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # tests.cli.big_case
 
 from _bodies import openai_chat_stream
 
+ROOT = Path(__file__).resolve().parents[1]
 RUNS = 5
 URL = "http://bench.invalid/v1/chat/completions"
 MB = 1_000_000
@@ -189,6 +199,54 @@ def replay_memory(target: int) -> dict[str, Any]:
         return figures
 
 
+# -- check of a big body ------------------------------------------------------------------
+
+
+def _check(folder: Path) -> dict[str, Any]:
+    """In the child: the peak RSS of ``run_check`` over ``folder``, after a small warm-up check.
+
+    Without ``clear_refs`` (no reset), the floor is the warm-up's peak, a little above the true floor.
+    """
+    import io
+
+    from dsh_replay.adapters.route_table import RouteTable
+    from dsh_replay.cli.check import run_check
+
+    routes = RouteTable.load(pyproject=ROOT / "pyproject.toml")
+    small = ROOT / "cassettes" / "openai" / "text.yaml"
+    if run_check([str(small)], io.StringIO(), routes=routes, progress=io.StringIO()) != 0:
+        raise AssertionError(f"check of {small} failed")
+    before = _peak_rss()
+    reset = _reset_peak()
+    floor = _peak_rss()
+    out = io.StringIO()
+    start = time.perf_counter()
+    code = run_check([str(folder)], out, routes=routes, progress=io.StringIO())
+    seconds = time.perf_counter() - start
+    if code != 0:
+        raise AssertionError(f"check of the big case failed:\n{out.getvalue()[-2000:]}")
+    return {"before": before, "floor": floor, "peak": _peak_rss(), "reset": reset, "seconds": seconds,
+            "summary": out.getvalue().splitlines()[-1]}
+
+
+def check_memory(target: int) -> dict[str, Any]:
+    """Write the big case, check it in a fresh interpreter, return the figures."""
+    from tests.cli.big_case import write_big_case
+
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-check-memory-") as tmp:
+        _, body, chunks = write_big_case(Path(tmp), target)
+        done = subprocess.run(
+            [sys.executable, __file__, "--check-child", tmp],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"check memory child failed:\n{done.stdout}{done.stderr}")
+        figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"body": body, "chunks": chunks, **figures}
+
+
 # -- recording overhead ------------------------------------------------------------------
 
 
@@ -258,6 +316,7 @@ def recording_overhead(count: int) -> dict[str, Any]:
 def run(quick: bool = False) -> list[dict[str, object]]:
     memory = replay_memory(10 * MB if quick else 100 * MB)
     body = memory["body"]
+    check = check_memory(20 * MB if quick else 200 * MB)
     record = recording_overhead(5_000 if quick else 20_000)
     return [
         {
@@ -276,6 +335,16 @@ def run(quick: bool = False) -> list[dict[str, object]]:
             "rss_bytes": memory["replayed"] - memory["floor"],
             "x_body": (memory["replayed"] - memory["floor"]) / body,
             "peak_reset": memory["reset"],
+        },
+        {
+            "benchmark": "memory",
+            "name": "check: peak RSS added",
+            "body_bytes": check["body"],
+            "chunks": check["chunks"],
+            "rss_bytes": check["peak"] - check["floor"],
+            "x_body": (check["peak"] - check["floor"]) / check["body"],
+            "seconds": check["seconds"],
+            "raw": check,
         },
         {
             "benchmark": "record",
@@ -307,5 +376,12 @@ def render(rows: list[dict[str, object]]) -> str:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
         print(json.dumps(asyncio.run(_replay(Path(sys.argv[2]), sys.argv[3]))))
+    elif sys.argv[1:2] == ["--check-child"]:
+        print(json.dumps(_check(Path(sys.argv[2]))))
+    elif sys.argv[1:2] == ["--check"]:  # only the check figure: --check [MB], 200 unless given
+        figures = check_memory(round(float(sys.argv[2] if sys.argv[2:] else 200) * MB))
+        added = figures["peak"] - figures["floor"]
+        print(f"check of a {figures['body'] / MB:.0f} MB body ({figures['chunks']:,} chunks): peak RSS "
+              f"+{added / MB:.1f} MB = {added / figures['body']:.2f}x body, {figures['seconds']:.1f} s")
     else:
         print(render(run(quick="--quick" in sys.argv[1:])))

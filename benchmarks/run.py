@@ -8,7 +8,8 @@ section     module                 figure
 sse         ``bench_sse.py``       events/s decoding SSE bytes in 4 KiB pieces
 e2e         ``bench_e2e.py``       events/s, bytes -> validated StreamChunks
 validator   ``bench_validator.py`` chunks/s over 1M chunk objects
-memory      ``bench_memory.py``    RSS replaying a 100 MB body; µs/fragment recording
+memory      ``bench_memory.py``    RSS replaying a 100 MB body, checking a 200 MB one;
+                                   µs/fragment recording
 suite       ``bench_suite.py``     ms/test over 500 generated cassette tests
 check       ``bench_check.py``     ``dsh-replay check`` over ~1,000 cassettes; -n 2
 import      ``bench_import.py``    start-up: ``import dsh_replay``, ``--help``, ``routes``
@@ -151,7 +152,7 @@ def validator_rows(raw: list[dict[str, Any]]) -> list[Row]:
 
 
 def memory_rows(raw: list[dict[str, Any]]) -> list[Row]:
-    load, replay, in_stream, write = raw
+    load, replay, check, in_stream, write = raw
     body = load["body_bytes"] / MB
     plain = in_stream["plain_us"]
     return [
@@ -170,6 +171,14 @@ def memory_rows(raw: list[dict[str, Any]]) -> list[Row]:
             f"{replay['x_body']:.2f}x body",
             "< 1x body (streams)",
             replay["x_body"] < 1.0 if replay.get("peak_reset") else None,
+        ),
+        _row(
+            f"check memory ({check['body_bytes'] / MB:.0f} MB body, {check['chunks']:,} chunks)",
+            "dsh-replay check (peak RSS added)",
+            f"{check['rss_bytes'] / MB:,.1f} MB",
+            f"{check['x_body']:.2f}x body",
+            "< 2x body",
+            check["x_body"] < 2.0,
         ),
         _row(
             f"recording ({in_stream['fragments']:,} fragments)",

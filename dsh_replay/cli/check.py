@@ -8,19 +8,30 @@ import gc
 import os
 import sys
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
 
 from ..adapters.route_table import RouteTable
-from ..cassette.files import has_metadata, unwritable_reason
+from ..cassette.files import unwritable_reason
 from ..cassette.golden import GOLDEN_SUFFIX
-from ..cassette.replay import AdapterCache, CaseResult, replay_case
+from ..cassette.replay import AdapterCache, CaseResult
 from ..errors import ConfigError, DshReplayError
+from .check_cases import collect_cases, find_cases, unreadable_folder
 from .check_outputs import Progress, github_annotations, write_junit_xml
-from .common import FRAGMENTATION_HELP, add_plugins, fragmentation_type, route_table
+from .check_replay import replay_streamed
+from .common import (
+    FORCE_HELP,
+    FRAGMENTATION_HELP,
+    add_plugins,
+    clean_stale_temp_files,
+    config_inputs,
+    fragmentation_type,
+    refuse_output,
+    route_table,
+)
 
 __all__ = ["find_cases", "render_table", "run_check"]
 
@@ -36,58 +47,6 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(header), rule, *(line(r) for r in rows)]) + "\n"
 
 
-def find_cases(paths: Sequence[str]) -> tuple[list[Path], list[Path], list[Path]]:
-    """(cassettes with metadata, goldens without a cassette, YAML files without metadata) under ``paths``.
-
-    A YAML file given by name is a case even without metadata: its row then says what is missing.
-    """
-    cassettes: list[Path] = []
-    goldens: list[Path] = []
-    skipped: list[Path] = []
-    for name in paths:
-        path = Path(name)
-        if path.is_dir():
-            yamls, chunk_files = _files_under(path)
-            for found in yamls:
-                (cassettes if has_metadata(found) else skipped).append(found)
-            goldens += chunk_files
-        elif path.is_file():
-            (goldens if path.name.endswith(GOLDEN_SUFFIX) else cassettes).append(path)
-        else:
-            raise DshReplayError(f"{path}: no such file or folder")
-    covered = {p.with_suffix("") for p in cassettes}
-    lone = [g for g in goldens if Path(str(g)[: -len(GOLDEN_SUFFIX)]).with_suffix("") not in covered
-            and Path(str(g)[: -len(GOLDEN_SUFFIX)]) not in covered]
-    return cassettes, lone, skipped
-
-
-def _files_under(folder: Path) -> tuple[list[Path], list[Path]]:
-    """(YAML files, golden files) anywhere under ``folder``, each list sorted as paths sort.
-
-    One walk for both, where a glob per suffix would walk the tree three times;
-    like ``rglob``, it does not descend into linked folders.
-    """
-    yamls: list[str] = []
-    goldens: list[str] = []
-    for root, folders, names in os.walk(folder):
-        # a folder named like a golden is listed too: its row then says it cannot be read
-        goldens += (os.path.join(root, name) for name in folders if name.endswith(GOLDEN_SUFFIX))
-        for name in names:
-            if name.endswith((".yaml", ".yml")):
-                found = os.path.join(root, name)
-                if os.path.isfile(found):  # a link to nothing, or to a folder, is no cassette
-                    yamls.append(found)
-            elif name.endswith(GOLDEN_SUFFIX):
-                goldens.append(os.path.join(root, name))
-    return _sorted_paths(yamls), _sorted_paths(goldens)
-
-
-def _sorted_paths(names: list[str]) -> list[Path]:
-    # the order of Path objects (part by part), sorting strings: a thousand Path
-    # comparisons cost more than the walk
-    return [Path(name) for name in sorted(names, key=lambda name: name.split(os.sep))]
-
-
 def _case_label(path: Path) -> str:
     name = path.name
     for suffix in (GOLDEN_SUFFIX, ".yaml", ".yml"):
@@ -96,11 +55,26 @@ def _case_label(path: Path) -> str:
     return name
 
 
-async def _warm_up(first: Path, routes: RouteTable, fragmentation: str) -> None:
+#: the cases the warm-up replay is chosen from, and the size of the biggest it replays
+_WARM_UP_CHOICE, _WARM_UP_BYTES = 16, 1 << 20
+
+
+def _warm_up_case(cassettes: Sequence[Path]) -> Path | None:
+    """The first case that is small, among the first few: a dry replay of a 200 MB case would cost 10 s."""
+    for path in cassettes[:_WARM_UP_CHOICE]:
+        try:
+            if path.stat().st_size <= _WARM_UP_BYTES:
+                return path
+        except OSError:  # its row will say why
+            continue
+    return None
+
+
+async def _warm_up(first: Path | None, routes: RouteTable, fragmentation: str) -> None:
     """Pay, before any row is timed, what only the first replay would pay (~200 ms, more than a whole case).
 
     The built-in adapters' imports (each route's first row would pay its own),
-    then one dry replay of the first case, for whatever else is imported or
+    then one dry replay of a small case, for whatever else is imported or
     built on first use (the cassette reader's vcrpy types, a configured
     adapter's own imports). The built-in adapters share one offline client, so
     no connection pool or TLS context is built at all. It is never an update:
@@ -111,9 +85,11 @@ async def _warm_up(first: Path, routes: RouteTable, fragmentation: str) -> None:
 
     for route in BUILTIN_ROUTES:
         adapter_class(route)
+    if first is None:  # only big cases: what their first replay pays is lost in its own time
+        return
     adapters = AdapterCache(routes)
     try:
-        await replay_case(first, routes, fragmentation=fragmentation, update_golden=False, adapters=adapters)
+        await replay_streamed(first, routes, fragmentation=fragmentation, update_golden=False, adapters=adapters)
     finally:
         await adapters.aclose()
 
@@ -153,8 +129,9 @@ class _BatchRunner:
         if self._adapters is None:
             self._adapters = AdapterCache(self.routes)
         for path in batch:
-            replay = replay_case(path, self.routes, fragmentation=self.fragmentation, update_golden=self.update,
-                                 adapters=self._adapters)
+            # the chunks are judged as they come and not kept (check_replay says why)
+            replay = replay_streamed(path, self.routes, fragmentation=self.fragmentation, update_golden=self.update,
+                                     adapters=self._adapters)
             try:
                 result = await _within(CASE_SECONDS, replay)
             except (TimeoutError, asyncio.TimeoutError):  # one class from 3.11 on
@@ -206,7 +183,7 @@ def _check_cases(cassettes: list[Path], routes: RouteTable, fragmentation: str, 
     rows: list[dict[str, Any]] = []
     if not cassettes:
         return rows
-    asyncio.run(_warm_up(cassettes[0], routes, fragmentation))
+    asyncio.run(_warm_up(_warm_up_case(cassettes), routes, fragmentation))
     run_batch = _BatchRunner(routes, fragmentation, update)
     if jobs > 1 and len(cassettes) > 1 and _can_fork():
         from .check_parallel import check_in_workers
@@ -252,6 +229,12 @@ def _golden_row(path: Path) -> dict[str, Any]:
                   "problem": problem, "seconds": time.perf_counter() - started}
 
 
+def _unreadable_row(folder: Path, reason: str) -> dict[str, Any]:
+    return {"case": folder.name, "route": None, "path": str(folder), "fragments": 0, "chunks": 0, "blocks": 0,
+            "ok": False, "verdict": "FAIL unreadable", "seconds": 0.0, "where": None,
+            "problem": unreadable_folder(folder, reason)}
+
+
 def _skipped_note(skipped: Sequence[Path]) -> str:
     if not skipped:
         return ""
@@ -288,23 +271,32 @@ def run_check(
     quiet: bool = False,
     junit: Path | None = None,
     github: bool = False,
+    force: bool = False,
+    also_read: Mapping[str, Iterable[Path]] | None = None,
 ) -> int:
     if update and os.environ.get("CI"):
         raise ConfigError(
             "check --update is refused because CI is set: CI only replays committed cassettes and goldens. "
             "Update locally, review the diff, and commit."
         )
+    if update:  # what a killed --update left beside the goldens; a concurrent run's file is newer
+        clean_stale_temp_files([Path(p) for p in paths], older_than=time.time())
     if junit is not None and (reason := unwritable_reason(junit)):
         # found before the run, not after every case was paid for
         raise ConfigError(f"--junit-xml {junit} cannot be written: {reason}")
-    cassettes, goldens, skipped = find_cases(paths)
-    if not cassettes and not goldens:
+    # a folder that cannot be listed is a failing row, as a cassette that cannot be read is
+    cassettes, goldens, skipped, unreadable = collect_cases(paths)
+    if junit is not None:
+        refuse_output(junit, what="JUnit XML", force=force, inputs={
+            "one of the cassettes being read": cassettes, "one of the goldens being read": goldens, **(also_read or {})})
+    if not cassettes and not goldens and not unreadable:
         out.write(f"no cassettes with dsh_replay metadata and no goldens under {', '.join(paths)}"
                   f"{_skipped_note(skipped)}\n")
         return 1
     table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
     meter = Progress(progress or sys.stderr, len(cassettes) + len(goldens))
     rows = _check_all(cassettes, goldens, table, fragmentation, update, meter, jobs)
+    rows += (_unreadable_row(folder, reason) for folder, reason in unreadable)
     failures = [row for row in rows if not row["ok"]]
     if junit is not None:
         write_junit_xml(junit, rows)
@@ -363,10 +355,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write a JUnit XML report: one testcase per case, classname = route")
     parser.add_argument("--github", action="store_true",
                         help="also print a GitHub Actions ::error annotation per failing case")
+    parser.add_argument("--force", action="store_true", help=FORCE_HELP.replace("FILE", "the --junit-xml FILE"))
     add_plugins(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return run_check(args.paths, out, update=args.update, fragmentation=args.fragmentation, as_json=args.json,
                      routes=route_table(args), progress=err, jobs=args.jobs, quiet=args.quiet,
-                     junit=args.junit_xml, github=args.github)
+                     junit=args.junit_xml, github=args.github, force=args.force, also_read=config_inputs(args))

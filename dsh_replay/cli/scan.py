@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import base64
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 import orjson
 import yaml
@@ -22,7 +23,7 @@ def run_scan(paths: Sequence[str], out: TextIO) -> int:
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.suffix in _SCANNED and p.is_file())
+            files += _files_under(path)
         elif path.is_file():
             files.append(path)
         else:
@@ -40,6 +41,21 @@ def run_scan(paths: Sequence[str], out: TextIO) -> int:
 
 
 _SCANNED = (".yaml", ".yml", ".jsonl", ".json")
+
+
+def _files_under(folder: Path) -> list[Path]:
+    """The files to scan anywhere under ``folder``, sorted as paths sort; linked folders are not entered.
+
+    A folder that cannot be listed is an error, as a file that cannot be read
+    is: ``rglob`` (and ``os.walk`` left to itself) would pass over it in
+    silence, and a scan that missed a folder would still say "0 secret(s) found".
+    """
+
+    def refuse(exc: OSError) -> NoReturn:
+        raise DshReplayError(f"cannot read folder {exc.filename}: {exc.strerror or exc}")
+
+    found = (Path(root, name) for root, _, names in os.walk(folder, onerror=refuse) for name in names)
+    return sorted(path for path in found if path.suffix in _SCANNED and path.is_file())
 
 
 _BINARY_TAG = "tag:yaml.org,2002:binary"

@@ -9,6 +9,7 @@ recording the exception an adapter raised after the chunks it yielded.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -38,6 +39,7 @@ from .chunks import (
 
 __all__ = [
     "Golden",
+    "JsonlWriter",
     "Raised",
     "block_from_json",
     "block_to_json",
@@ -248,30 +250,52 @@ def _chunk_from_json(data: object) -> StreamChunk:
 _DUMP_OPTIONS = orjson.OPT_APPEND_NEWLINE
 
 
+class JsonlWriter:
+    """Golden JSONL written chunk by chunk (:meth:`add`): the bytes of :func:`dump_jsonl` (:meth:`getvalue`).
+
+    A caller that writes each chunk as the adapter yields it need not keep the chunks. Each line
+    goes into one buffer at once: kept apart for a final join, each pinned ~4 KiB (orjson's buffer).
+    """
+
+    __slots__ = ("_out", "count")
+
+    def __init__(self) -> None:
+        self._out = io.BytesIO()  # grows in place; getvalue() hands its buffer over where bytes(bytearray) copies
+        self.count = 0  # chunks added
+
+    def add(self, chunk: StreamChunk) -> None:
+        """Append ``chunk``'s line; one whose text cannot be UTF-8 (a lone surrogate) raises ``ValueError``."""
+        try:
+            self._out.write(orjson.dumps(chunk_to_json(chunk), option=_DUMP_OPTIONS))
+        except orjson.JSONEncodeError as exc:  # orjson's TypeError, which names no chunk
+            raise ValueError(f"the chunk at position {self.count} cannot be written as JSON: {exc}") from None
+        self.count += 1
+
+    def getvalue(self, raised: Raised | BaseException | None = None) -> bytes:
+        """The lines so far, then a ``raised`` line if ``raised`` is given (the writer is left as it is)."""
+        if isinstance(raised, BaseException):
+            raised = Raised.from_exception(raised)
+        elif raised is not None and not isinstance(raised, Raised):
+            what = f"the class {raised.__name__}" if isinstance(raised, type) else type(raised).__name__
+            raise TypeError(f"raised must be a Raised, an exception instance or None, got {what}")
+        if raised is None:
+            return self._out.getvalue()
+        try:
+            line = orjson.dumps(raised.to_json(), option=_DUMP_OPTIONS)
+        except orjson.JSONEncodeError as exc:
+            raise ValueError(f"the raised line ({raised.error}) cannot be written as JSON: {exc}") from None
+        return self._out.getvalue() + line
+
+
 def dump_jsonl(chunks: Iterable[StreamChunk], raised: Raised | BaseException | None = None) -> bytes:
     """Serialize chunks (and an optional ``raised`` line) as golden JSONL bytes.
 
-    A chunk whose text cannot be written as UTF-8 (a lone surrogate) raises
-    ``ValueError`` naming its position.
+    A chunk whose text cannot be UTF-8 (a lone surrogate) raises ``ValueError`` naming its position.
     """
-    if isinstance(raised, BaseException):
-        raised = Raised.from_exception(raised)
-    elif raised is not None and not isinstance(raised, Raised):
-        what = f"the class {raised.__name__}" if isinstance(raised, type) else type(raised).__name__
-        raise TypeError(f"raised must be a Raised, an exception instance or None, got {what}")
-    parts: list[bytes] = []
+    writer = JsonlWriter()
     for chunk in chunks:
-        data = chunk_to_json(chunk)
-        try:
-            parts.append(orjson.dumps(data, option=_DUMP_OPTIONS))
-        except orjson.JSONEncodeError as exc:  # orjson's TypeError, which names no chunk
-            raise ValueError(f"the chunk at position {len(parts)} cannot be written as JSON: {exc}") from None
-    if raised is not None:
-        try:
-            parts.append(orjson.dumps(raised.to_json(), option=_DUMP_OPTIONS))
-        except orjson.JSONEncodeError as exc:
-            raise ValueError(f"the raised line ({raised.error}) cannot be written as JSON: {exc}") from None
-    return b"".join(parts)
+        writer.add(chunk)
+    return writer.getvalue(raised)
 
 
 def _read(data_or_path: bytes | str | os.PathLike[str] | Any) -> tuple[bytes, str | None]:

@@ -16,6 +16,7 @@ import pytest
 from dsh_replay.cli.main import main
 
 from .conftest import SEED_GOLDEN, run
+from .unlistable import AS_ROOT, refuse_listing
 
 
 def table(output: str) -> list[str]:
@@ -256,21 +257,21 @@ import dsh_replay.cli.check as check
 from dsh_replay.cli.main import main
 from dsh_replay.wire.transport import _tls_context
 
-first = []
-replay = check.replay_case
+starts = []
+replay = check.replay_streamed
 
 
 async def probe(path, *args, **kwargs):
-    if not first or path == first[0][0]:  # the state when the first case's replay starts (each time)
-        first.append((path, {"httpcore": "httpcore" in sys.modules, "TLS context": _tls_context.cache_info().currsize,
-                             "anthropic adapter": "dsh_replay.adapters.anthropic" in sys.modules,
-                             "vcrpy": "vcr.request" in sys.modules}))
+    # the state when each replay starts: the dry run's, then each row's
+    starts.append({"httpcore": "httpcore" in sys.modules, "TLS context": _tls_context.cache_info().currsize,
+                   "anthropic adapter": "dsh_replay.adapters.anthropic" in sys.modules,
+                   "vcrpy": "vcr.request" in sys.modules})
     return await replay(path, *args, **kwargs)
 
 
-check.replay_case = probe
+check.replay_streamed = probe
 code = main(["check", "cassettes"])
-print(code, first[-1][1])
+print(code, len(starts), starts[1])
 """
 
 
@@ -286,8 +287,56 @@ def test_start_up_is_paid_before_the_first_row_is_timed(project: Path) -> None:
     done = subprocess.run([sys.executable, "-c", WARM_UP_PROBE], capture_output=True, text=True, env=env, check=False)
     # the built-in adapters replay through one offline client: no connection pool, no TLS context
     assert done.stdout.splitlines()[-1] == (
-        "0 {'httpcore': False, 'TLS context': 0, 'anthropic adapter': True, 'vcrpy': True}"
+        "0 4 {'httpcore': False, 'TLS context': 0, 'anthropic adapter': True, 'vcrpy': True}"
     ), done.stdout + done.stderr
+
+
+def test_a_folder_that_cannot_be_listed_fails_as_a_row_naming_it(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # os.walk passes over a folder it cannot list unless asked; check said "2 passed" and exit 0
+    locked = Path("cassettes", "locked")
+    shutil.copytree(project / "cassettes" / "my-provider", locked)
+    refuse_listing(monkeypatch, locked)
+    result = run("check", "cassettes")
+    assert result.code == 1
+    assert table(result.out) == [
+        "case      route        fragments  chunks  blocks  verdict",
+        "--------  -----------  ---------  ------  ------  ---------------",
+        "greeting  my-provider  3          6       1       ok",
+        "umlauts   my-provider  3          6       1       ok",
+        "locked    -            0          0       0       FAIL unreadable",
+        "",
+        "3 case(s), 12 chunks: 2 passed, 1 failed",
+        "",
+        f"{locked}:",
+        f"cannot read folder {locked}: Permission denied",
+    ]
+    rows = json.loads(run("check", "--json", str(locked)).out)["cases"]
+    assert [(row["path"], row["ok"], row["problem"]) for row in rows] == [
+        (str(locked), False, f"cannot read folder {locked}: Permission denied")]
+
+
+def test_find_cases_refuses_a_folder_it_cannot_list(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # what serve and report read their cassettes with: a missed folder is an error there too
+    from dsh_replay.cli.check import find_cases
+    from dsh_replay.errors import DshReplayError
+
+    refuse_listing(monkeypatch, Path("cassettes", "my-provider"))
+    with pytest.raises(DshReplayError, match=re.escape(
+            f"cannot read folder {Path('cassettes', 'my-provider')}: Permission denied")):
+        find_cases(["cassettes"])
+
+
+@pytest.mark.skipif(AS_ROOT, reason="chmod 000 does not stop root")
+def test_a_folder_without_read_permission_fails_as_a_row(project: Path) -> None:
+    locked = project / "cassettes" / "my-provider"
+    locked.chmod(0)
+    try:
+        result = run("check", "cassettes")
+    finally:
+        locked.chmod(0o755)
+    assert result.code == 1
+    assert result.out.endswith(f"\n{Path('cassettes', 'my-provider')}:\n"
+                               f"cannot read folder {Path('cassettes', 'my-provider')}: Permission denied\n")
 
 
 def test_goldens_alone_and_unreadable_cassettes_have_no_route(project: Path) -> None:
@@ -300,7 +349,7 @@ def test_goldens_alone_and_unreadable_cassettes_have_no_route(project: Path) -> 
 
 
 def test_cases_are_found_in_path_order_without_following_linked_folders(tmp_path: Path) -> None:
-    from dsh_replay.cli.check import _files_under
+    from dsh_replay.cli.check_cases import _files_under
 
     for name in ("a/b.yaml", "a-b/c.yml", "a/z/y.yaml", "b.yaml", "a/b.chunks.jsonl", "a-b/c.chunks.jsonl",
                  "a.chunks.jsonl/inside.txt", "A.yaml", "a/.hidden.yaml"):
@@ -309,7 +358,9 @@ def test_cases_are_found_in_path_order_without_following_linked_folders(tmp_path
     (tmp_path / "linked").symlink_to(tmp_path / "a", target_is_directory=True)
     (tmp_path / "dangling.yaml").symlink_to(tmp_path / "nowhere.yaml")
     (tmp_path / "odd.yaml").mkdir()
-    yamls, goldens = _files_under(tmp_path)
+    unreadable: list[tuple[Path, str]] = []
+    yamls, goldens = _files_under(tmp_path, unreadable)
+    assert unreadable == []
     # what the three globs gave before, in Path order
     assert yamls == sorted(p for suffix in ("*.yaml", "*.yml") for p in tmp_path.rglob(suffix) if p.is_file())
     assert goldens == sorted(tmp_path.rglob("*.chunks.jsonl"))

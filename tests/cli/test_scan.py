@@ -6,7 +6,10 @@ import base64
 import gzip
 from pathlib import Path
 
+import pytest
+
 from .conftest import run
+from .unlistable import AS_ROOT, refuse_listing
 
 # Shaped like real keys, none is one; built from pieces so no file of the repository holds a key-shaped literal.
 KEY = "sk-test-" + "51Hx9QmZkP2vL8rT4wY7nB3c"
@@ -62,6 +65,30 @@ def test_missing_path_is_named(tmp_path: Path) -> None:
     result = run("scan", str(tmp_path / "absent"))
     assert (result.code, result.out) == (2, "")
     assert result.err == f"dsh-replay: error: {tmp_path / 'absent'}: no such file or folder\n"
+
+
+def test_a_folder_that_cannot_be_listed_is_an_error_naming_it(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # rglob passes over it in silence: "scanned 2 file(s): 0 secret(s) found", exit 0
+    locked = Path("cassettes", "locked")
+    locked.mkdir()
+    (locked / "leak.yaml").write_text(f"key: {KEY}\n", encoding="utf-8")
+    refuse_listing(monkeypatch, locked)
+    result = run("scan", "cassettes")
+    # as for a file that cannot be read: an error, exit 2
+    assert (result.code, result.out) == (2, "")
+    assert result.err == f"dsh-replay: error: cannot read folder {locked}: Permission denied\n"
+
+
+@pytest.mark.skipif(AS_ROOT, reason="chmod 000 does not stop root")
+def test_a_folder_without_read_permission_is_an_error(project: Path) -> None:
+    locked = project / "cassettes" / "my-provider"
+    locked.chmod(0)
+    try:
+        result = run("scan", "cassettes")
+    finally:
+        locked.chmod(0o755)
+    assert result.code == 2
+    assert result.err == f"dsh-replay: error: cannot read folder {Path('cassettes', 'my-provider')}: Permission denied\n"
 
 
 def test_nested_yaml_aliases_are_walked_once(tmp_path: Path) -> None:

@@ -1,0 +1,97 @@
+"""The cases of ``dsh-replay check`` (and of ``serve`` and ``report``): the cassettes and goldens under some paths."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from ..cassette.files import has_metadata
+from ..cassette.golden import GOLDEN_SUFFIX
+from ..errors import DshReplayError
+
+__all__ = ["Cases", "collect_cases", "find_cases", "unreadable_folder"]
+
+
+class Cases(NamedTuple):
+    """What ``check`` found under its paths."""
+
+    cassettes: list[Path]
+    #: goldens without a cassette
+    goldens: list[Path]
+    #: YAML files without dsh_replay metadata
+    skipped: list[Path]
+    #: folders that could not be listed, and why
+    unreadable: list[tuple[Path, str]]
+
+
+def find_cases(paths: Sequence[str]) -> tuple[list[Path], list[Path], list[Path]]:
+    """(cassettes with metadata, goldens without a cassette, YAML files without metadata) under ``paths``.
+
+    A YAML file given by name is a case even without metadata: its row then says what is missing.
+    A folder that cannot be listed raises ``DshReplayError`` naming it: what it holds would be missed.
+    """
+    found = collect_cases(paths)
+    if found.unreadable:
+        raise DshReplayError(unreadable_folder(*found.unreadable[0]))
+    return found.cassettes, found.goldens, found.skipped
+
+
+def collect_cases(paths: Sequence[str]) -> Cases:
+    """Every case under ``paths``, and the folders there that could not be listed (``check`` shows them as rows)."""
+    found = Cases([], [], [], [])
+    goldens: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            yamls, chunk_files = _files_under(path, found.unreadable)
+            for yaml_file in yamls:
+                (found.cassettes if has_metadata(yaml_file) else found.skipped).append(yaml_file)
+            goldens += chunk_files
+        elif path.is_file():
+            (goldens if path.name.endswith(GOLDEN_SUFFIX) else found.cassettes).append(path)
+        else:
+            raise DshReplayError(f"{path}: no such file or folder")
+    covered = {p.with_suffix("") for p in found.cassettes}
+    found.goldens.extend(g for g in goldens if Path(str(g)[: -len(GOLDEN_SUFFIX)]).with_suffix("") not in covered
+                         and Path(str(g)[: -len(GOLDEN_SUFFIX)]) not in covered)
+    return found
+
+
+def _files_under(folder: Path, unreadable: list[tuple[Path, str]]) -> tuple[list[Path], list[Path]]:
+    """(YAML files, golden files) anywhere under ``folder``, each list sorted as paths sort.
+
+    One walk for both, where a glob per suffix would walk the tree three times;
+    like ``rglob``, it does not descend into linked folders. Unlike ``rglob``
+    (and ``os.walk`` left to itself), a folder it cannot list is not passed
+    over in silence: it goes into ``unreadable`` with the reason, and the walk
+    goes on.
+    """
+    def note(exc: OSError) -> None:
+        unreadable.append((Path(exc.filename), exc.strerror or str(exc)))
+
+    yamls: list[str] = []
+    goldens: list[str] = []
+    for root, folders, names in os.walk(folder, onerror=note):
+        # a folder named like a golden is listed too: its row then says it cannot be read
+        goldens += (os.path.join(root, name) for name in folders if name.endswith(GOLDEN_SUFFIX))
+        for name in names:
+            if name.endswith((".yaml", ".yml")):
+                found = os.path.join(root, name)
+                if os.path.isfile(found):  # a link to nothing, or to a folder, is no cassette
+                    yamls.append(found)
+            elif name.endswith(GOLDEN_SUFFIX):
+                goldens.append(os.path.join(root, name))
+    return _sorted_paths(yamls), _sorted_paths(goldens)
+
+
+def unreadable_folder(folder: Path, reason: str) -> str:
+    """The one line that says a folder could not be listed, and why."""
+    return f"cannot read folder {folder}: {reason}"
+
+
+def _sorted_paths(names: list[str]) -> list[Path]:
+    # the order of Path objects (part by part), sorting strings: a thousand Path
+    # comparisons cost more than the walk
+    return [Path(name) for name in sorted(names, key=lambda name: name.split(os.sep))]
