@@ -224,7 +224,11 @@ def _golden_row(path: Path) -> dict[str, Any]:
         problem = "\n".join(f"{path}:{n}: {v.rule} {v.message}" for n, v in report.violations)
         verdict = f"FAIL {first.rule} (line {line})"
         row["where"] = [str(path), line]
-    verdict = verdict or ("ok" if report.raised is None else f"ok (raised {report.raised})")
+    if not verdict:
+        # nothing was replayed, so nothing of an adapter was tested: not a pass, and it says so
+        verdict = "golden only: rules hold, nothing replayed"
+        verdict += f" (raised {report.raised})" if report.raised is not None else ""
+        row["golden_only"] = True
     return row | {"chunks": report.chunks, "blocks": report.blocks, "ok": not problem, "verdict": verdict,
                   "problem": problem, "seconds": time.perf_counter() - started}
 
@@ -239,7 +243,7 @@ def _skipped_note(skipped: Sequence[Path]) -> str:
     if not skipped:
         return ""
     return (f"; skipped {len(skipped)} YAML file(s) without dsh_replay metadata (plain vcrpy cassettes "
-            "cannot be replayed without their test; record through the dsh_replay fixture or dsh-replay record)")
+            "cannot be replayed without their test: dsh-replay import turns them into cases)")
 
 
 def jobs_type(value: str) -> int:
@@ -303,14 +307,20 @@ def run_check(
     if as_json:
         # "where" serves the annotations; the JSON rows keep their documented fields
         cases = [{key: value for key, value in row.items() if key != "where"} for row in rows]
-        out.write(orjson.dumps({"cases": cases, "passed": len(rows) - len(failures), "failed": len(failures)},
-                               option=orjson.OPT_INDENT_2).decode() + "\n")
+        alone = _golden_only(rows)
+        out.write(orjson.dumps({"cases": cases, "passed": len(rows) - len(failures) - alone, "failed": len(failures),
+                                "golden_only": alone}, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         _write_table(out, rows, failures, skipped, quiet=quiet)
     if github:
         # after JSON they would make stdout unparseable; the runner reads commands from stderr too
         ((progress or sys.stderr) if as_json else out).write(github_annotations(rows))
-    return 1 if failures else 0
+    # goldens alone test no adapter: a run that replayed nothing is no pass
+    return 1 if failures or len(rows) == _golden_only(rows) else 0
+
+
+def _golden_only(rows: Sequence[dict[str, Any]]) -> int:
+    return sum(1 for row in rows if row.get("golden_only") and row["ok"])
 
 
 def _write_table(out: TextIO, rows: list[dict[str, Any]], failures: list[dict[str, Any]],
@@ -324,8 +334,14 @@ def _write_table(out: TextIO, rows: list[dict[str, Any]], failures: list[dict[st
         ))
         out.write("\n")
     total_chunks = sum(r["chunks"] for r in rows)
-    out.write(f"{len(rows)} case(s), {total_chunks} chunks: {len(rows) - len(failures)} passed, {len(failures)} failed"
+    alone = _golden_only(rows)
+    passed = len(rows) - len(failures) - alone
+    out.write(f"{len(rows)} case(s), {total_chunks} chunks: {passed} passed, {len(failures)} failed"
+              f"{f', {alone} golden(s) only (rules checked, nothing replayed)' if alone else ''}"
               f"{_skipped_note(skipped)}\n")
+    if alone and not passed and not failures:
+        out.write("nothing was replayed: give the goldens their cassettes (dsh-replay import turns vcrpy "
+                  "cassettes into cases)\n")
     if not quiet:
         for row in failures:
             out.write(f"\n{row['path']}:\n{row['problem']}\n")

@@ -32,12 +32,12 @@ def test_a_clean_tree_passes_with_a_stable_table(project: Path) -> None:
     assert result.code == 0, result.out
     assert table(result.out) == [
         "case      route        fragments  chunks  blocks  verdict",
-        "--------  -----------  ---------  ------  ------  -------",
+        "--------  -----------  ---------  ------  ------  -----------------------------------------",
         "greeting  my-provider  3          6       1       ok",
         "umlauts   my-provider  3          6       1       ok",
-        "example   -            0          9       2       ok",  # a golden alone: no route was used
+        "example   -            0          9       2       golden only: rules hold, nothing replayed",
         "",
-        "3 case(s), 21 chunks: 3 passed, 0 failed",
+        "3 case(s), 21 chunks: 2 passed, 0 failed, 1 golden(s) only (rules checked, nothing replayed)",
     ]
     assert result.err == ""  # progress is shown on a terminal only
 
@@ -345,7 +345,26 @@ def test_goldens_alone_and_unreadable_cassettes_have_no_route(project: Path) -> 
     result = run("check", "--json", "cassettes")
     routes = {row["case"]: row["route"] for row in json.loads(result.out)["cases"]}
     assert routes == {"corrupt": None, "greeting": "my-provider", "umlauts": "my-provider", "example": None}
-    assert re.search(r"^example +- +0 +9 +2 +ok", run("check", "cassettes").out, re.M)
+    assert re.search(r"^example +- +0 +9 +2 +golden only: rules hold, nothing replayed", run("check", "cassettes").out,
+                     re.M)
+
+
+def test_goldens_alone_are_not_counted_as_passed_and_a_run_of_only_them_fails(project: Path, tmp_path: Path) -> None:
+    shutil.copytree(SEED_GOLDEN.parent, project / "cassettes" / "seed")
+    mixed = run("check", "cassettes")
+    assert mixed.code == 0
+    assert mixed.out.splitlines()[-1].endswith(
+        ": 2 passed, 0 failed, 1 golden(s) only (rules checked, nothing replayed)")
+    report = json.loads(run("check", "--json", "cassettes").out)
+    assert (report["passed"], report["failed"], report["golden_only"]) == (2, 0, 1)
+    junit = tmp_path / "check.xml"
+    run("check", "--junit-xml", str(junit), "cassettes")
+    assert 'skipped="1"' in junit.read_text() and '<skipped message="golden only: rules hold, nothing replayed"' in junit.read_text()
+
+    alone = run("check", str(project / "cassettes" / "seed"))
+    assert alone.code == 1
+    assert alone.out.splitlines()[-2].endswith(": 0 passed, 0 failed, 1 golden(s) only (rules checked, nothing replayed)")
+    assert alone.out.splitlines()[-1].startswith("nothing was replayed: ")
 
 
 def test_cases_are_found_in_path_order_without_following_linked_folders(tmp_path: Path) -> None:
