@@ -35,15 +35,19 @@ def _lines(data: bytes) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-def golden_diff(expected: bytes, actual: bytes, *, name: str, context: int = 3) -> str:
-    """A readable explanation of how ``actual`` differs from the golden ``expected``."""
+def golden_diff(expected: bytes, actual: bytes, *, name: str, context: int = 3,
+                accept: str = "pytest --update-golden") -> str:
+    """A readable explanation of how ``actual`` differs from the golden ``expected``.
+
+    ``accept``: the command that writes the new chunks, as the caller's user runs it.
+    """
     old, new = _lines(expected), _lines(actual)
     if [line.removesuffix("\r") for line in old] == new:
         # same chunks, other bytes: CRLF line ends or a missing final newline
         return (
             f"golden {name} holds the adapter's chunks but not in the canonical bytes "
             "(it differs only in line ends or the final newline; goldens use \\n and end with one)\n"
-            "Rewrite it with: pytest --update-golden"
+            f"Rewrite it with: {accept}"
         )
     first = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
     lines = [
@@ -58,5 +62,5 @@ def golden_diff(expected: bytes, actual: bytes, *, name: str, context: int = 3) 
                 continue
             lines += [f"- {_short(line)}" for line in old[i1:i2]]
             lines += [f"+ {_short(line)}" for line in new[j1:j2]]
-    lines.append("If the new chunks are right, accept them with: pytest --update-golden")
+    lines.append(f"If the new chunks are right, accept them with: {accept}")
     return "\n".join(lines)

@@ -273,8 +273,11 @@ def _judge_golden(chunks: list[Any], raised: BaseException | None, case: Conform
     actual = load_golden(dump_jsonl(chunks, raised))
     if [*expected.chunks] != [*actual.chunks]:
         # the diff shows the raised line only when the golden has one to compare it with
+        # the golden is the route's reference, written by replaying its cassette through the route's
+        # own adapter: conform has no flag to rewrite it from the adapter under test
         diff = golden_diff(recorded, dump_jsonl(chunks, None if expected.raised is None else raised),
-                           name=str(golden_path))
+                           name=str(golden_path),
+                           accept=f"dsh-replay check --update {case.cassette} (with your adapter as the route's)")
         verdict.problem = f"chunks differ from the golden {golden_path}:\n{diff}"
         return
     want = expected.raised.error if expected.raised else "a finished stream"

@@ -386,3 +386,14 @@ def test_cases_are_found_in_path_order_without_following_linked_folders(tmp_path
     assert [p.relative_to(tmp_path).as_posix() for p in yamls] == [
         "A.yaml", "a/.hidden.yaml", "a/b.yaml", "a/z/y.yaml", "a-b/c.yml", "b.yaml"]
     assert tmp_path / "a.chunks.jsonl" in goldens  # a folder named like a golden: its row says it cannot be read
+
+
+def test_a_golden_line_that_is_not_json_is_named_not_diffed(project: Path) -> None:
+    golden = project / "cassettes" / "my-provider" / "greeting.chunks.jsonl"
+    lines = golden.read_text(encoding="utf-8").split("\n")
+    lines[2] = lines[2][:-3]  # a line cut short, as a bad merge leaves it
+    golden.write_text("\n".join(lines), encoding="utf-8")
+    result = run("check", "cassettes")
+    assert result.code == 1
+    assert f"golden {golden.relative_to(project)}: line 3 is not valid JSON (" in result.out
+    assert "differs from the adapter's chunks" not in result.out

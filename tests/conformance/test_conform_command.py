@@ -160,6 +160,8 @@ def test_a_golden_difference_is_shown_once_per_cassette_and_verbose_shows_every_
     assert [verdict for verdict, _ in rows(result.stdout).values()] == ["FAIL"] * 4
     assert result.stdout.count("differs from the adapter's chunks") == 1
     assert "\ntext[recorded], text[bytes], text[random-1], text[random-2]:\nchunks differ from the golden" in result.stdout
+    assert "accept them with: dsh-replay check --update " in result.stdout
+    assert "pytest --update-golden" not in result.stdout
 
     quiet = conform("tests.conformance.bad_adapters:EndsQuietlyOnErrors", "--route", "openai", "-k", "fault-429")
     assert "\nfault-429:\n" not in quiet.stdout  # a one-line failure is whole in the table
