@@ -4,7 +4,10 @@ This is the server's core, with no socket in it: :class:`CassetteServer` takes
 a request (method, target, headers, body) and returns a :class:`Playback` (the
 recorded status and headers, the body's pieces with the seconds to wait before
 each, and how the response ends) or a :class:`NoMatch` (the nearest cassette
-and what differs). :mod:`.server_http` puts it on the wire.
+and what differs). :mod:`.server_http` puts it on the wire. Finding the answer
+(:meth:`CassetteServer.find`) is cheap; explaining a miss
+(:meth:`CassetteServer.diagnose`) compares the request with every candidate, so
+it is a step of its own that a server runs in a worker thread.
 
 Matching is replay's, with its default matchers (method, path and query as
 vcrpy compares them, and the JSON body as data). Host and scheme never count,
@@ -44,7 +47,6 @@ a recorded read timeout                the recorded bytes, then nothing until th
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,14 +56,26 @@ from urllib.parse import urlsplit
 import orjson
 
 from ..errors import CassetteError
-from .matching import Matcher, changed_fields, default_matchers, describe_mismatch, requests_match
+from .matching import (
+    Body,
+    Matcher,
+    Nearest,
+    body_matcher,
+    changed_fields,
+    default_matchers,
+    explain,
+    nearest,
+    requests_match,
+)
 from .pacing import CLOCK, Clock, Fragmentation, Pacing, clip, parse_speed, piece_plan, stop_for
 from .store import Cassette, Interaction
 
 if TYPE_CHECKING:
     from vcr.request import Request as VcrRequest
 
-__all__ = ["SELECT_HEADER", "SELECT_PREFIX", "CassetteServer", "Ending", "NoMatch", "Playback", "response_headers"]
+__all__ = [
+    "SELECT_HEADER", "SELECT_PREFIX", "CassetteServer", "Ending", "NoMatch", "Playback", "Unmatched", "response_headers",
+]
 
 #: the request header that picks the cassettes a request may be answered from
 SELECT_HEADER = "x-dsh-replay-cassette"
@@ -81,6 +95,10 @@ _NOT_FORWARDED = frozenset({
 
 # a recorded error kind that means the peer closed the connection, rather than reset it
 _CLOSED_KINDS = frozenset({"RemoteProtocolError", "IncompleteRead", "ProtocolError"})
+
+# a 404's diff names this many fields, then counts the rest: a chat history that grew by
+# 100,000 messages differs at 100,000 positions, and the list would be megabytes
+_DIFF_FIELDS = 49
 
 
 def response_headers(interaction: Interaction) -> list[tuple[str, str]]:
@@ -109,7 +127,10 @@ class Playback:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NoMatch:
-    """A request no cassette answers: the nearest cassette and the parts that differ."""
+    """A request no cassette answers: the nearest cassette and the parts that differ.
+
+    ``diff`` names at most 49 parts or JSON fields, then ``... and N more``.
+    """
 
     message: str
     nearest: Path | None
@@ -121,14 +142,26 @@ class NoMatch:
         return orjson.dumps({"error": error})
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unmatched:
+    """A request no interaction answers, with what :meth:`CassetteServer.diagnose` needs to say why."""
+
+    request: VcrRequest
+    body: Body
+    candidates: list[_Served]
+    selected: list[str]
+
+
 @dataclass(slots=True)
 class _Served:
-    """One cassette and how often each of its interactions was played."""
+    """One cassette, its requests' bodies parsed once, and how often each of its interactions was played."""
 
     cassette: Cassette
+    bodies: list[Body] = field(init=False)
     plays: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
+        self.bodies = [Body.of(i.request.body) for i in self.cassette.interactions]
         self.plays = [0] * len(self.cassette.interactions)
 
     @property
@@ -168,6 +201,11 @@ class CassetteServer:
         self.speed = parse_speed(speed)
         self.clock = clock or CLOCK
         self.matchers = list(matchers if matchers is not None else default_matchers())
+        # body_matcher's place is taken by Body.same on bodies parsed once: called, it would parse a big
+        # request again for every recorded interaction. The matchers around it keep their order.
+        self._by_body = body_matcher in self.matchers
+        at = self.matchers.index(body_matcher) if self._by_body else len(self.matchers)
+        self._before, self._after = self.matchers[:at], self.matchers[at + 1:]
         self._served = [_Served(c) for c in cassettes]
         self.requests = 0
         self.unmatched = 0
@@ -188,16 +226,24 @@ class CassetteServer:
         """
         out: list[tuple[Path, Path]] = []
         for later, served in enumerate(self._served):
-            requests = [i.request for i in served.cassette.interactions]
+            requests = list(zip((i.request for i in served.cassette.interactions), served.bodies, strict=True))
             for earlier in self._served[:later]:
-                if requests and all(any(self._matches(earlier, r, i) for i in earlier.cassette.interactions)
-                                    for r in requests):
+                if requests and all(any(self._matches(earlier, r, body, n) for n in range(len(earlier.plays)))
+                                    for r, body in requests):
                     out.append((served.cassette.path, earlier.cassette.path))
                     break
         return out
 
     def answer(self, method: str, target: str, headers: Sequence[tuple[str, str]], body: bytes) -> Playback | NoMatch:
         """The response to one request; ``target`` is the request line's path and query."""
+        found = self.find(method, target, headers, body)
+        return found if isinstance(found, Playback) else self.diagnose(found)
+
+    def find(self, method: str, target: str, headers: Sequence[tuple[str, str]], body: bytes) -> Playback | Unmatched:
+        """The recorded response to one request, or the request to :meth:`diagnose` when nothing answers it.
+
+        The request's body is parsed once and compared as data with each recorded one.
+        """
         from vcr.request import Request as VcrRequest
 
         self.requests += 1
@@ -207,14 +253,38 @@ class CassetteServer:
         host = next((value for name, value in headers if name.lower() == "host"), "127.0.0.1")
         uri = f"http://{host}{path}" + (f"?{split.query}" if split.query else "")
         wanted = VcrRequest(method.upper(), uri, body, {name: value for name, value in headers})
+        parsed = Body.of(body)
         candidates = self._candidates(selected)
         for served in candidates:
-            positions = [n for n, i in enumerate(served.cassette.interactions) if self._matches(served, wanted, i)]
+            positions = [n for n in range(len(served.plays)) if self._matches(served, wanted, parsed, n)]
             if positions:
                 unplayed = [n for n in positions if not served.plays[n]]
                 return self._play(served, unplayed[0] if unplayed else positions[-1], repeated=not unplayed)
         self.unmatched += 1
-        return self._no_match(wanted, candidates, selected)
+        return Unmatched(request=wanted, body=parsed, candidates=candidates, selected=selected)
+
+    def diagnose(self, unmatched: Unmatched) -> NoMatch:
+        """Why nothing answers a request: the nearest cassette and what differs.
+
+        It changes nothing and reads nothing :meth:`find` changes, so it may run
+        in a worker thread while the server goes on answering.
+        """
+        wanted = unmatched.request
+        if not unmatched.candidates:
+            serving = ", ".join(s.name for s in self._served[:20])
+            return NoMatch(message=f"no served cassette is named {', '.join(unmatched.selected)!r} (selected by "
+                           f"{SELECT_HEADER} or {SELECT_PREFIX}NAME/-/); serving: {serving}",
+                           nearest=None, diff=["cassette"])
+        scored = [(nearest(wanted, unmatched.body, s.cassette.interactions, self.matchers, s.bodies), s)
+                  for s in unmatched.candidates]
+        # a cassette without interactions is the nearest only when every candidate is one
+        near, served = min(scored, key=lambda item: (len(self.matchers) + 1, 0.0) if item[0] is None else item[0].rank)
+        path = served.cassette.path
+        if near is None:
+            return NoMatch(message=f"cassette {path} has no interactions; nothing matches {wanted.method} "
+                           f"{urlsplit(wanted.uri).path}", nearest=path, diff=["no interactions"])
+        return NoMatch(message=f"cassette {path}: {explain(wanted, unmatched.body, near)}", nearest=path,
+                       diff=_diff(near, unmatched.body))
 
     def _candidates(self, selected: list[str]) -> list[_Served]:
         names = [value.strip().removesuffix(".yaml").removesuffix(".yml").strip("/") for value in selected]
@@ -222,8 +292,12 @@ class CassetteServer:
             return self._served
         return [s for s in self._served if any(s.name == name or s.name.endswith(f"/{name}") for name in names)]
 
-    def _matches(self, served: _Served, wanted: VcrRequest, interaction: Interaction) -> bool:
-        return requests_match(self.matchers, wanted, interaction.request, served.cassette.path)
+    def _matches(self, served: _Served, wanted: VcrRequest, body: Body, position: int) -> bool:
+        """Does interaction ``position`` answer ``wanted`` (whose body is ``body``)?"""
+        recorded, path = served.cassette.interactions[position].request, served.cassette.path
+        return (requests_match(self._before, wanted, recorded, path)
+                and (not self._by_body or body.same(served.bodies[position]))
+                and requests_match(self._after, wanted, recorded, path))
 
     def _play(self, served: _Served, position: int, *, repeated: bool) -> Playback:
         served.plays[position] += 1
@@ -240,38 +314,6 @@ class CassetteServer:
             ending=_ending(interaction), repeated=repeated,
         )
 
-    def _no_match(self, wanted: VcrRequest, candidates: list[_Served], selected: list[str]) -> NoMatch:
-        head = f"{wanted.method} {urlsplit(wanted.uri).path}"
-        if not candidates:
-            served = ", ".join(s.name for s in self._served[:20])
-            return NoMatch(message=f"no served cassette is named {', '.join(selected)!r} (selected by "
-                           f"{SELECT_HEADER} or {SELECT_PREFIX}NAME/-/); serving: {served}",
-                           nearest=None, diff=["cassette"])
-        scored = [self._distance(wanted, served) for served in candidates]
-        _, _, diff, nearest = min(scored, key=lambda item: item[:2])
-        interactions = nearest.cassette.interactions
-        if not interactions:
-            message = f"cassette {nearest.cassette.path} has no interactions; nothing matches {head}"
-        else:
-            message = f"cassette {nearest.cassette.path}: " + describe_mismatch(wanted, interactions, self.matchers)
-        return NoMatch(message=message, nearest=nearest.cassette.path, diff=diff)
-
-    def _distance(self, wanted: VcrRequest, served: _Served) -> tuple[int, float, list[str], _Served]:
-        """How far ``wanted`` is from the cassette's nearest interaction: failed parts, body dissimilarity, the diff."""
-        from vcr.matchers import get_matchers_results
-
-        best: tuple[int, float, list[str], _Served] = (len(self.matchers) + 1, 1.0, ["no interactions"], served)
-        for interaction in served.cassette.interactions:
-            _, failures = get_matchers_results(wanted, interaction.request, self.matchers)
-            parts = ["body" if name == "body_matcher" else name for name, _ in failures]
-            # line by line, as describe_mismatch compares: character by character, a long prompt
-            # would hold the event loop (and every stream on it) for seconds per no-match
-            similarity = difflib.SequenceMatcher(None, _canonical(interaction.request.body).splitlines(),
-                                                 _canonical(wanted.body).splitlines())
-            candidate = (len(parts), 1.0 - similarity.ratio(), _diff(parts, interaction.request, wanted), served)
-            best = min(best, candidate, key=lambda item: item[:2])
-        return best
-
 
 def _selection(path: str) -> tuple[str, list[str]]:
     """``/_dsh/openai/text/-/v1/chat`` -> (``/v1/chat``, [``openai/text``]); any other path is its own."""
@@ -283,25 +325,13 @@ def _selection(path: str) -> tuple[str, list[str]]:
     return path, []
 
 
-def _json(body: Any) -> Any:
-    try:
-        return orjson.loads(body or b"")
-    except orjson.JSONDecodeError:
-        return None
-
-
-def _canonical(body: Any) -> str:
-    data = _json(body)
-    if data is None:
-        return bytes(body or b"").decode("utf-8", "replace") if not isinstance(body, str) else body
-    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode()
-
-
-def _diff(parts: list[str], recorded: VcrRequest, wanted: VcrRequest) -> list[str]:
+def _diff(near: Nearest, wanted: Body) -> list[str]:
     """The differing parts, the body's as the JSON fields that changed (``body.messages[1].content``)."""
     out: list[str] = []
-    for part in parts:
-        fields = changed_fields(_json(recorded.body), _json(wanted.body)) if part == "body" else []
+    for part in near.parts:
+        fields = changed_fields(near.body.data, wanted.data) if part == "body" else []
         fields = [name for name in fields if name != "<body>"]  # not JSON on both sides: the body as a whole
         out += [f"body{name}" if name.startswith("[") else f"body.{name}" for name in fields] or [part]
+    if len(out) > _DIFF_FIELDS + 1:
+        out[_DIFF_FIELDS:] = [f"... and {len(out) - _DIFF_FIELDS} more"]
     return out

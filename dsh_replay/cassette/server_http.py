@@ -7,12 +7,27 @@ own TCP segment unless the client reads slowly), and ends as the recording
 ended: the final chunk, a close without it, a reset, or silence. Connections
 are kept alive between requests; :meth:`HttpServer.close` stops listening and
 closes every open connection.
+
+No client holds the server for the others:
+
+- the diagnosis of a request nothing matches (the nearest cassette, a body
+  diff) runs in a worker thread, so a big chat history that matches nothing
+  does not stop the streams of other connections;
+- a connection has ``idle_timeout`` seconds to send each request's head, and
+  as long between two reads of its body; then it is closed (after a 408 when
+  it had begun a request), so idle and half-sent connections do not pile up;
+- at most ``max_connections`` are served at once: one more is answered 503
+  and closed, and the log says so the first time only.
+
+The log has one line per request; a target's credentials (``?key=...``) are
+replaced as a cassette's are (:class:`.secrets.Scrubber`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 import struct
 from collections.abc import Callable
@@ -21,15 +36,22 @@ import h11
 import orjson
 
 from ..errors import DshReplayError
+from .secrets import Scrubber
 from .server import CassetteServer, NoMatch, Playback
 
-__all__ = ["MAX_REQUEST_BYTES", "STALL_SECONDS", "HttpServer"]
+__all__ = ["IDLE_TIMEOUT", "MAX_CONNECTIONS", "MAX_REQUEST_BYTES", "STALL_SECONDS", "HttpServer"]
 
 #: a request body beyond this is refused (413): no provider request is near it, a runaway upload is
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 #: how long a stalled response stays silent before the server closes it, if the client has not given up
 STALL_SECONDS = 300.0
+#: seconds a connection has to send a request's head (idle between requests included), or between two body reads
+IDLE_TIMEOUT = 10.0
+#: connections served at once; well under the usual ``ulimit -n`` of 1024, so accept() never runs out of descriptors
+MAX_CONNECTIONS = 256
 _READ_SIZE = 65536
+# h11 quotes the bytes it refused (a request line with its query, a header with its credential)
+_QUOTED = re.compile(r"(?::\s*|\s+)(?:bytearray\()?b['\"].*", re.DOTALL)
 
 
 class _Closed(Exception):
@@ -40,11 +62,17 @@ class HttpServer:
     """Serves ``core`` over HTTP/1.1; ``log`` gets one line per request."""
 
     def __init__(
-        self, core: CassetteServer, *, log: Callable[[str], None] | None = None, stall_seconds: float = STALL_SECONDS
+        self, core: CassetteServer, *, log: Callable[[str], None] | None = None, stall_seconds: float = STALL_SECONDS,
+        idle_timeout: float = IDLE_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.core = core
         self.log = log or (lambda line: None)
         self.stall_seconds = stall_seconds
+        self.idle_timeout = idle_timeout
+        self.max_connections = max_connections
+        #: connections answered 503 because ``max_connections`` were open
+        self.turned_away = 0
+        self._served = 0
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -68,6 +96,20 @@ class HttpServer:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        try:
+            if self._served >= self.max_connections:
+                await self._turn_away(writer)
+                return
+            self._served += 1
+            try:
+                await self._serve(reader, writer)
+            finally:
+                self._served -= 1
+        finally:
+            self._tasks.discard(task)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answer the connection's requests until it closes, or one answer ends it."""
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
         abort = False
         try:
@@ -88,24 +130,44 @@ class HttpServer:
             # shutting down: a response cut mid-body is reset, so no client takes it for a whole one
             abort = conn.our_state is h11.SEND_BODY
         finally:
-            self._tasks.discard(task)
             _finish(writer, reset=abort)
+
+    async def _turn_away(self, writer: asyncio.StreamWriter) -> None:
+        """Answer 503 and close at once: ``max_connections`` are open. Logged the first time only.
+
+        The request is not read: the descriptor is given back now, so connections over the
+        limit never add up to what ``ulimit -n`` allows.
+        """
+        self.turned_away += 1
+        if self.turned_away == 1:
+            self.log(f"{self.max_connections} connections open, the most served at once: further ones are "
+                     "answered 503 until one closes (logged once)")
+        message = f"the server has {self.max_connections} connections open, its limit; retry when one closes"
+        try:
+            await self._refuse(h11.Connection(h11.SERVER), writer, 503, message, "dsh_replay_busy", quiet=True)
+        except (OSError, asyncio.CancelledError):  # the client is gone, or the server is shutting down
+            pass
+        finally:
+            writer.close()
 
     async def _read_request(
         self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> tuple[h11.Request, bytes] | None:
-        """The next request and its whole body; None when the client closed between requests."""
+        """The next request and its whole body; None when the client closed, or timed out, between requests."""
+        # the whole head by then, however it trickles in; a body's reads each get idle_timeout
+        head_by = asyncio.get_running_loop().time() + self.idle_timeout
         request: h11.Request | None = None
         body = bytearray()
         while True:
             try:
                 event = conn.next_event()
             except h11.RemoteProtocolError as exc:
-                await self._refuse(conn, writer, exc.error_status_hint, f"not a valid HTTP/1.1 request: {exc}")
+                reason = _QUOTED.sub("", str(exc))
+                await self._refuse(conn, writer, exc.error_status_hint, f"not a valid HTTP/1.1 request: {reason}")
                 return None
             if event is h11.NEED_DATA:
-                data = await reader.read(_READ_SIZE)
-                if not data and request is None and conn.their_state is h11.IDLE:
+                data = await self._receive(conn, reader, writer, None if request is not None else head_by)
+                if data is None or (not data and request is None and conn.their_state is h11.IDLE):
                     return None
                 conn.receive_data(data)
             elif isinstance(event, h11.Request):
@@ -126,10 +188,27 @@ class HttpServer:
                     return None
                 raise _Closed("the client closed the connection mid-request")
 
+    async def _receive(
+        self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, by: float | None,
+    ) -> bytes | None:
+        """The next bytes (``b""``: the client closed), waiting until ``by`` or else ``idle_timeout``.
+
+        None when the wait ran out: the connection is to be closed, after a 408 if a request had begun.
+        """
+        wait = self.idle_timeout if by is None else max(by - asyncio.get_running_loop().time(), 0.0)
+        try:
+            return await asyncio.wait_for(reader.read(_READ_SIZE), wait)
+        except asyncio.TimeoutError:
+            if conn.their_state is not h11.IDLE or conn.trailing_data[0]:
+                message = f"the request did not arrive within {self.idle_timeout:g} s"
+                await self._refuse(conn, writer, 408, message, "dsh_replay_timeout", quiet=True)
+            return None
+
     async def _refuse(
         self, conn: h11.Connection, writer: asyncio.StreamWriter, status: int, message: str,
-        kind: str = "dsh_replay_bad_request",
+        kind: str = "dsh_replay_bad_request", *, quiet: bool = False,
     ) -> None:
+        """Answer ``status`` with a JSON error and ``connection: close``; log it unless ``quiet``."""
         if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
         body = orjson.dumps({"error": {"type": kind, "message": message}})
@@ -139,7 +218,8 @@ class HttpServer:
             writer.write(conn.send(h11.Data(data=body)) or b"")
             writer.write(conn.send(h11.EndOfMessage()) or b"")
             await writer.drain()
-        self.log(f"{status} refused: {message}")
+        if not quiet:
+            self.log(f"{status} refused: {message}")
 
     async def _respond(
         self, conn: h11.Connection, writer: asyncio.StreamWriter, reader: asyncio.StreamReader,
@@ -147,26 +227,37 @@ class HttpServer:
     ) -> tuple[bool, bool]:
         """Answer one request: (keep the connection, reset it)."""
         method, target = request.method.decode("ascii"), request.target.decode("ascii", "replace")
+        try:
+            line = f"{method} {Scrubber().uri(target)[0]}"  # what the log shows of the request
+        except ValueError as exc:  # urlsplit's: "//[..." is no URI
+            await self._refuse(conn, writer, 400, f"the request target is not a URI: {exc}")
+            return False, False
         headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in request.headers]
         try:
-            answer = self.core.answer(method, target, headers, body)
+            found = self.core.find(method, target, headers, body)
+            # the diagnosis reads the request against every candidate interaction: on this loop, a
+            # big request that matches nothing would hold every other connection's stream
+            answer = found if isinstance(found, Playback) else await asyncio.to_thread(self.core.diagnose, found)
         except DshReplayError as exc:  # a configured matcher that fails: say so to the client, keep serving
             await self._refuse(conn, writer, 500, str(exc), "dsh_replay_error")
             return False, False
         if isinstance(answer, NoMatch):
-            payload = answer.body()
-            head = [("content-type", "application/json"), ("content-length", str(len(payload)))]
-            writer.write(conn.send(h11.Response(status_code=404, headers=head)) or b"")
-            writer.write(conn.send(h11.Data(data=payload)) or b"")
-            writer.write(conn.send(h11.EndOfMessage()) or b"")
-            await writer.drain()
-            self.log(f"{method} {target} -> 404 no match (nearest: {answer.nearest or '-'})")
+            await self._not_found(conn, writer, answer)
+            self.log(f"{line} -> 404 no match (nearest: {answer.nearest or '-'})")
             return True, False
-        return await self._stream(conn, writer, reader, method, target, answer)
+        return await self._stream(conn, writer, reader, line, answer)
+
+    async def _not_found(self, conn: h11.Connection, writer: asyncio.StreamWriter, answer: NoMatch) -> None:
+        payload = answer.body()
+        head = [("content-type", "application/json"), ("content-length", str(len(payload)))]
+        writer.write(conn.send(h11.Response(status_code=404, headers=head)) or b"")
+        writer.write(conn.send(h11.Data(data=payload)) or b"")
+        writer.write(conn.send(h11.EndOfMessage()) or b"")
+        await writer.drain()
 
     async def _stream(
         self, conn: h11.Connection, writer: asyncio.StreamWriter, reader: asyncio.StreamReader,
-        method: str, target: str, playback: Playback,
+        line: str, playback: Playback,
     ) -> tuple[bool, bool]:
         # latin-1, as HTTP/1.1 reads header bytes: a recorded value outside ASCII goes out as it came in
         headers = [(name.encode("latin-1", "replace"), value.encode("latin-1", "replace"))
@@ -182,8 +273,7 @@ class HttpServer:
                 writer.write(conn.send(h11.Data(data=piece)) or b"")
                 await writer.drain()
         again = " again" if playback.repeated else ""
-        self.log(f"{method} {target} -> {playback.status} {playback.cassette} #{playback.position}{again}"
-                 f" ({playback.ending})")
+        self.log(f"{line} -> {playback.status} {playback.cassette} #{playback.position}{again} ({playback.ending})")
         if playback.ending == "complete":
             writer.write(conn.send(h11.EndOfMessage()) or b"")
             await writer.drain()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import math
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,7 +32,9 @@ DESCRIPTION = (
     "'x-dsh-replay-cassette: openai/text' (cassettes whose path, without .yaml, ends so).\n"
     "\n"
     "A request nothing matches gets a 404 with a JSON body naming the nearest cassette and the fields\n"
-    "that differ. One line per request goes to stderr. Stop with Ctrl-C or SIGTERM (exit 0)."
+    "that differ. One line per request goes to stderr, credentials in the query (?key=...) replaced.\n"
+    "A connection that sends no request for --idle-timeout seconds is closed; beyond --max-connections\n"
+    "open connections a new one gets a 503. Stop with Ctrl-C or SIGTERM (exit 0)."
 )
 EXAMPLE = "dsh-replay serve cassettes/openai --port 8765"
 
@@ -47,6 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pace: recorded gaps x F (default 0: no waiting; 1: as recorded)")
     parser.add_argument("--allow-remote", action="store_true",
                         help="allow a --host other hosts can reach (the cassettes are then served to them)")
+    parser.add_argument("--idle-timeout", default=None, metavar="SECONDS",
+                        help="close a connection that has not sent a whole request head SECONDS after it opened "
+                             "or after its last response, or that stops sending a request body for SECONDS; a "
+                             "half-sent request gets a 408 first (default 10)")
+    parser.add_argument("--max-connections", type=int, default=None, metavar="N",
+                        help="serve at most N connections at once; a connection over N is answered 503 and closed "
+                             "at once, its request unread, and the first one is logged (default 256, well under "
+                             "the usual ulimit -n of 1024)")
 
 
 def is_loopback(host: str) -> bool:
@@ -72,11 +83,14 @@ def _cassette_paths(paths: Sequence[str]) -> list[Path]:
 
 async def serve(
     paths: Sequence[Path], host: str, port: int, speed: float, out: TextIO, err: TextIO,
-    stop: asyncio.Event | None = None,
+    stop: asyncio.Event | None = None, idle_timeout: float | None = None, max_connections: int | None = None,
 ) -> int:
-    """Serve until SIGINT/SIGTERM (or ``stop`` is set); return the exit code."""
+    """Serve until SIGINT/SIGTERM (or ``stop`` is set); return the exit code.
+
+    ``idle_timeout`` and ``max_connections`` are :class:`.HttpServer`'s (None: its defaults).
+    """
     from ..cassette.server import CassetteServer
-    from ..cassette.server_http import HttpServer
+    from ..cassette.server_http import IDLE_TIMEOUT, MAX_CONNECTIONS, HttpServer
 
     core = CassetteServer.load(paths, speed=speed)
 
@@ -84,7 +98,8 @@ async def serve(
         err.write(line + "\n")
         err.flush()
 
-    server = HttpServer(core, log=log)
+    server = HttpServer(core, log=log, idle_timeout=idle_timeout or IDLE_TIMEOUT,
+                        max_connections=max_connections or MAX_CONNECTIONS)
     try:
         bound = await server.start(host, port)
     except OSError as exc:
@@ -92,6 +107,8 @@ async def serve(
                           "choose another --port (0 picks a free one)") from None
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
+    previous_handler = loop.get_exception_handler()
+    loop.set_exception_handler(_out_of_descriptors(log))
     handled = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         try:
@@ -111,9 +128,34 @@ async def serve(
         for signum in handled:
             loop.remove_signal_handler(signum)
         await server.close()
-    err.write(f"dsh-replay serve: stopped after {core.requests} request(s), {core.unmatched} unmatched\n")
+        loop.set_exception_handler(previous_handler)
+    busy = f", {server.turned_away} connection(s) turned away (503)" if server.turned_away else ""
+    err.write(f"dsh-replay serve: stopped after {core.requests} request(s), {core.unmatched} unmatched{busy}\n")
     err.flush()
     return 0
+
+
+def _out_of_descriptors(log: Callable[[str], None]) -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
+    """An event loop exception handler that says once, in one line, that accept() ran out of descriptors.
+
+    asyncio reports it with a traceback each time it retries accept() (every
+    second, for as long as descriptors are short). Anything else goes to the
+    loop's default handler.
+    """
+    said = False
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        nonlocal said
+        if context.get("message") != "socket.accept() out of system resource":
+            loop.default_exception_handler(context)
+            return
+        if not said:
+            said = True
+            exc = context.get("exception")
+            log(f"cannot accept connections: {getattr(exc, 'strerror', None) or exc}; new ones wait until some "
+                "close (give --max-connections a number under `ulimit -n`, or raise that limit); logged once")
+
+    return handle
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -125,6 +167,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be from 0 to 65535 (0 picks a free port), got {args.port}")
     speed = parse_speed(args.speed)
+    idle_timeout = _idle_timeout(args.idle_timeout)
+    if args.max_connections is not None and args.max_connections < 1:
+        raise ConfigError(f"--max-connections must be 1 or more, got {args.max_connections}")
     # "localhost" may resolve to ::1 and 127.0.0.1, and --port 0 would bind each to its own free
     # port: one address, so the printed URL is the one every client reaches
     host = "127.0.0.1" if args.host.lower() in ("localhost", "localhost.") else args.host.strip("[]")
@@ -133,10 +178,23 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     previous = _stop_on_signals(stop)
     try:
         paths = _cassette_paths(args.paths)
-        return asyncio.run(serve(paths, host, args.port, speed, out, err, stop))
+        return asyncio.run(serve(paths, host, args.port, speed, out, err, stop, idle_timeout, args.max_connections))
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _idle_timeout(value: str | None) -> float | None:
+    """``--idle-timeout`` in seconds, None when not given."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise ConfigError(f"--idle-timeout must be a number of seconds above 0, got {value}")
+    return seconds
 
 
 def _stop_on_signals(stop: asyncio.Event) -> dict[int, Any]:

@@ -423,3 +423,58 @@ def test_a_cassette_whose_requests_an_earlier_one_answers_is_reported_as_shadowe
                            cassette("p/text", interaction(b"ok")),
                            cassette("p/mixed", interaction(b"ok"), interaction(b"bye", request=other))])
     assert core.shadowed() == [(Path("cassettes/p/text.yaml"), Path("cassettes/p/rate-limited.yaml"))]
+
+
+# -- what the log shows ------------------------------------------------------------------
+
+# test keys shaped like real ones, so the secret scan would catch them (asserted below)
+OPENAI_KEY = "sk-test-" + "Vb7Qx2Lm9Rt4Kp8Zs3Wd6Hj1Nc5Gf0Ea"
+GOOGLE_KEY = "AIza" + "SyD3f8Kq1Lm2Np3Or4St5Uv6Wx7Yz8Ab9Cd"
+
+
+@pytest.mark.parametrize("key", [OPENAI_KEY, GOOGLE_KEY])
+def test_the_log_shows_a_target_with_its_key_replaced(key: str) -> None:
+    from dsh_replay.cassette.secrets import find_secrets
+
+    assert list(find_secrets(key)), "a test key the scan does not take for one proves nothing"
+    # a cassette recorded before scrubbing took ?key= out: the same key matches, and plays
+    recorded = interaction(url=f"{URL}?key={key}&alt=sse")
+
+    async def scenario() -> tuple[list[int], list[str]]:
+        async with serving(CassetteServer([cassette("p/text", recorded)])) as (port, log), \
+                httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            found = await client.post(f"/v1/chat/completions?key={key}&alt=sse", json=REQUEST)
+            missing = await client.post(f"/v1/other?KEY={key}", json=REQUEST)
+            return [found.status_code, missing.status_code], log
+
+    statuses, log = run(scenario)
+    assert statuses == [200, 404]
+    assert log[0].startswith("POST /v1/chat/completions?key=REDACTED&alt=sse -> 200 cassettes/p/text.yaml")
+    assert log[1].startswith("POST /v1/other?KEY=REDACTED -> 404 no match")
+    assert not [line for line in log if key in line]
+
+
+def test_a_refused_request_line_is_logged_without_the_bytes_it_quoted() -> None:
+    async def scenario() -> tuple[bytes, list[str]]:
+        async with serving(CassetteServer([cassette("p/text", interaction())])) as (port, log):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            # a space in the query makes the request line invalid; h11 quotes the line in its error
+            writer.write(f"GET /v1/models?key={OPENAI_KEY} x HTTP/1.1\r\nhost: x\r\n\r\n".encode())
+            try:
+                return await reader.read(-1), log
+            finally:
+                writer.close()
+
+    raw, log = run(scenario)
+    assert raw.startswith(b"HTTP/1.1 400 ")
+    assert log == ["400 refused: not a valid HTTP/1.1 request: illegal request line"]
+
+
+def test_a_target_that_is_no_uri_gets_a_400() -> None:
+    async def scenario() -> tuple[bytes, list[str]]:
+        async with serving(CassetteServer([cassette("p/text", interaction())])) as (port, log):
+            return await raw_exchange(port, target=f"//[::1/v1?key={OPENAI_KEY}"), log
+
+    raw, log = run(scenario)
+    assert raw.startswith(b"HTTP/1.1 400 ") and b"not a URI" in raw
+    assert log == ["400 refused: the request target is not a URI: Invalid IPv6 URL"]

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,9 +51,12 @@ def _first_line(process: subprocess.Popen[str]) -> str:
 
 
 @contextmanager
-def serving(*argv: str) -> Iterator[Served]:
-    process = subprocess.Popen([sys.executable, "-m", "dsh_replay", "serve", *argv], cwd=ROOT, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def serving(*argv: str, descriptors: int | None = None) -> Iterator[Served]:
+    """``dsh-replay serve ARGV`` in a subprocess; with ``descriptors``, under ``ulimit -n DESCRIPTORS``."""
+    command = [sys.executable, "-m", "dsh_replay", "serve", *argv]
+    if descriptors is not None:
+        command = ["sh", "-c", f'ulimit -n {descriptors} && exec "$@"', "sh", *command]
+    process = subprocess.Popen(command, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         line = _first_line(process)
         found = FIRST_LINE.fullmatch(line.strip())
@@ -210,3 +214,86 @@ def test_localhost_binds_one_address_the_one_printed() -> None:
     result = run("serve", str(TEXT), "--host", "localhost")
     assert result.code == 0
     assert FIRST_LINE.fullmatch(result.out.strip()), result.out
+
+
+# test keys shaped like real ones (the secret scan finds them)
+OPENAI_KEY = "sk-test-" + "Vb7Qx2Lm9Rt4Kp8Zs3Wd6Hj1Nc5Gf0Ea"
+GOOGLE_KEY = "AIza" + "SyD3f8Kq1Lm2Np3Or4St5Uv6Wx7Yz8Ab9Cd"
+
+
+def test_the_log_shows_paths_but_never_a_key_from_the_query() -> None:
+    path, body = recorded_request()
+    with serving(str(TEXT)) as served, httpx.Client(base_url=served.base_url, timeout=GUARD) as client:
+        statuses = [client.post(f"{path}?key={OPENAI_KEY}", content=body).status_code,
+                    client.get(f"/v1beta/models?alt=sse&key={GOOGLE_KEY}").status_code]
+        code, _, err = served.stop()
+    assert statuses == [404, 404] and code == 0
+    assert f"POST {path}?key=REDACTED -> 404 no match" in err
+    assert "GET /v1beta/models?alt=sse&key=REDACTED -> 404 no match" in err
+    assert OPENAI_KEY not in err and GOOGLE_KEY not in err
+
+
+def _read_all(socks: list[socket.socket]) -> list[bytes]:
+    """What the server sent on each connection, up to its close; GUARD seconds for them all."""
+    deadline = time.monotonic() + GUARD
+    got = []
+    for sock in socks:
+        data = b""
+        sock.settimeout(max(deadline - time.monotonic(), 0.01))
+        while piece := sock.recv(65536):
+            data += piece
+        got.append(data)
+        sock.close()
+    return got
+
+
+def test_idle_connections_over_the_limit_get_a_503_logged_once_and_serving_goes_on() -> None:
+    path, body = recorded_request()
+    with serving(str(TEXT), "--max-connections", "5", "--idle-timeout", "0.2") as served:
+        host, port = served.base_url.removeprefix("http://").split(":")
+        idle = [socket.create_connection((host, int(port)), timeout=GUARD) for _ in range(8)]
+        # the first five are served and closed when idle; the last three are turned away at once
+        answers = _read_all(idle)
+        answer = httpx.post(served.base_url + path, content=body, timeout=GUARD)
+        code, _, err = served.stop()
+    assert [raw[:12] for raw in answers] == [b""] * 5 + [b"HTTP/1.1 503"] * 3
+    assert answer.status_code == 200 and answer.content == Cassette.load(TEXT).interactions[0].body
+    assert code == 0 and "Traceback" not in err
+    lines = err.splitlines()
+    assert [line for line in lines if "connections open" in line] == [
+        "5 connections open, the most served at once: further ones are answered 503 until one closes (logged once)"
+    ]
+    assert lines[-1] == "dsh-replay serve: stopped after 1 request(s), 0 unmatched, 3 connection(s) turned away (503)"
+
+
+def test_running_out_of_descriptors_is_logged_once_and_serving_goes_on() -> None:
+    path, body = recorded_request()
+    # more connections than descriptors (a limit over the limit): accept() itself fails for a while
+    with serving(str(TEXT), "--max-connections", "500", "--idle-timeout", "0.2", descriptors=40) as served:
+        host, port = served.base_url.removeprefix("http://").split(":")
+        idle = [socket.create_connection((host, int(port)), timeout=GUARD) for _ in range(60)]
+        answers = _read_all(idle)
+        answer = httpx.post(served.base_url + path, content=body, timeout=GUARD)
+        code, _, err = served.stop()
+    assert answers == [b""] * 60
+    assert answer.status_code == 200
+    assert code == 0 and "Traceback" not in err and "out of system resource" not in err
+    assert len([line for line in err.splitlines() if line.startswith("cannot accept connections: ")]) == 1
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--idle-timeout", "0"], "--idle-timeout must be a number of seconds above 0, got 0"),
+    (["--idle-timeout", "soon"], "--idle-timeout must be a number of seconds above 0, got soon"),
+    (["--max-connections", "0"], "--max-connections must be 1 or more, got 0"),
+])
+def test_bad_limits_are_one_line_errors(argv: list[str], message: str) -> None:
+    result = run("serve", str(TEXT), *argv)
+    assert (result.code, result.err) == (2, f"dsh-replay: error: {message}\n")
+
+
+def test_the_limits_default_to_the_servers() -> None:
+    from dsh_replay.cassette.server_http import IDLE_TIMEOUT, MAX_CONNECTIONS
+    from dsh_replay.cli.main import command_parser
+
+    help_text = " ".join(command_parser("serve").format_help().split())
+    assert f"(default {IDLE_TIMEOUT:g})" in help_text and f"(default {MAX_CONNECTIONS}," in help_text
