@@ -68,6 +68,7 @@ from .matching import (
     requests_match,
 )
 from .pacing import CLOCK, Clock, Fragmentation, Pacing, clip, parse_speed, piece_plan, stop_for
+from .scrub import Scrubber
 from .store import Cassette, Interaction
 
 if TYPE_CHECKING:
@@ -207,6 +208,9 @@ class CassetteServer:
         at = self.matchers.index(body_matcher) if self._by_body else len(self.matchers)
         self._before, self._after = self.matchers[:at], self.matchers[at + 1:]
         self._served = [_Served(c) for c in cassettes]
+        # a request is scrubbed as recording scrubbed it before it is matched: a client sends its
+        # real key where the cassette holds REDACTED
+        self._scrubber = Scrubber()
         self.requests = 0
         self.unmatched = 0
 
@@ -252,8 +256,9 @@ class CassetteServer:
         selected += [value for name, value in headers if name.lower() == SELECT_HEADER]
         host = next((value for name, value in headers if name.lower() == "host"), "127.0.0.1")
         uri = f"http://{host}{path}" + (f"?{split.query}" if split.query else "")
-        wanted = VcrRequest(method.upper(), uri, body, {name: value for name, value in headers})
-        parsed = Body.of(body)
+        scrubbed = self._scrubber.request(uri, headers, body)
+        wanted = VcrRequest(method.upper(), scrubbed.uri, scrubbed.body, dict(scrubbed.headers))
+        parsed = Body.of(scrubbed.body)
         candidates = self._candidates(selected)
         for served in candidates:
             positions = [n for n in range(len(served.plays)) if self._matches(served, wanted, parsed, n)]

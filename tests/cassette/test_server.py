@@ -81,6 +81,17 @@ def test_key_order_and_host_do_not_count_but_the_body_does() -> None:
     assert isinstance(ask(core, REQUEST | {"model": "m2"}), NoMatch)
 
 
+def test_a_client_s_real_credentials_match_the_scrubbed_recording() -> None:
+    # recorded with ?key=REDACTED and an api_key field scrubbed; the client sends its own key
+    recorded = interaction(request=REQUEST | {"api_key": "REDACTED"}, url=URL + "?alt=sse&key=REDACTED")
+    core = CassetteServer([cassette("p/keyed", recorded)])
+    key = "AIza" + "SyD3f8Kq1Lm2Np3Or4St5Uv6Wx7Yz8Ab9Cd"
+    answer = ask(core, REQUEST | {"api_key": key}, target=f"/v1/chat/completions?alt=sse&key={key}")
+    assert played(answer).status == 200
+    assert isinstance(ask(core, REQUEST | {"api_key": key}, target=f"/v1/chat/completions?alt=json&key={key}"),
+                      NoMatch)  # the rest of the query still counts
+
+
 def test_repeated_requests_play_in_recorded_order_then_the_last_again() -> None:
     first, second = interaction(b"busy", status=429), interaction(b"ok")
     core = CassetteServer([cassette("p/retry", first, second)])
@@ -437,8 +448,8 @@ def test_the_log_shows_a_target_with_its_key_replaced(key: str) -> None:
     from dsh_replay.cassette.secrets import find_secrets
 
     assert list(find_secrets(key)), "a test key the scan does not take for one proves nothing"
-    # a cassette recorded before scrubbing took ?key= out: the same key matches, and plays
-    recorded = interaction(url=f"{URL}?key={key}&alt=sse")
+    # the cassette holds the key scrubbed, as recording writes it; the client's real key matches it
+    recorded = interaction(url=f"{URL}?key=REDACTED&alt=sse")
 
     async def scenario() -> tuple[list[int], list[str]]:
         async with serving(CassetteServer([cassette("p/text", recorded)])) as (port, log), \
