@@ -3,7 +3,7 @@
 // cassettes/openai/text.yaml and reads the SSE stream the server replays.
 //
 //   node examples/node/stream.mjs http://127.0.0.1:PORT           # the text, as it streams
-//   node examples/node/stream.mjs http://127.0.0.1:PORT --jsonl   # StreamChunk JSONL (SPEC.md)
+//   node examples/node/stream.mjs http://127.0.0.1:PORT --jsonl   # StreamChunk JSONL (docs/protocol.md)
 //
 // The JSONL is what a TypeScript adapter would emit; `dsh-replay validate` and
 // `dsh-replay diff` check it against cassettes/openai/text.chunks.jsonl.
