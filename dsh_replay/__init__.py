@@ -14,7 +14,7 @@ from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from .cassette.pacing import Fault, Fragmentation
-    from .cassette.secrets import Scrubber
+    from .cassette.scrub import Scrubber
     from .cassette.session import CassetteSession, use_cassette
     from .cassette.store import RecordMode
     from .errors import (
@@ -110,7 +110,7 @@ _EXPORTS: dict[str, str] = {
     "RecordMode": ".cassette.store",
     "SSEDecoder": ".wire.sse",
     "SSEEvent": ".wire.sse",
-    "Scrubber": ".cassette.secrets",
+    "Scrubber": ".cassette.scrub",
     "SequenceValidator": ".protocol.validator",
     "ServerError": ".errors",
     "StreamChunk": ".protocol.chunks",

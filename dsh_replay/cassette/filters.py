@@ -20,7 +20,7 @@ import orjson
 
 from ..errors import CassetteError
 from .interaction import Interaction, headers_dict
-from .secrets import REDACTED
+from .scrub import REDACTED
 
 __all__ = ["RecordFilters", "Rule"]
 

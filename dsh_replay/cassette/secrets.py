@@ -26,37 +26,7 @@ from urllib.parse import unquote
 
 from ..wire.credentials import unscrubbed_credentials
 
-# the scrubber's names, where they were first published
-from .scrub import (
-    DEFAULT_BODY_FIELDS,
-    DEFAULT_QUERY_PARAMETERS,
-    DEFAULT_REQUEST_HEADERS,
-    DEFAULT_RESPONSE_HEADERS,
-    REDACTED,
-    BodyFilter,
-    ScrubbedRequest,
-    Scrubber,
-    mask_echoes,
-    mask_echoes_in_body,
-)
-
-__all__ = [
-    "DEFAULT_BODY_FIELDS",
-    "DEFAULT_QUERY_PARAMETERS",
-    "DEFAULT_REQUEST_HEADERS",
-    "DEFAULT_RESPONSE_HEADERS",
-    "REDACTED",
-    "BodyFilter",
-    "Located",
-    "ScrubbedRequest",
-    "Scrubber",
-    "SecretHit",
-    "find_file_secrets",
-    "find_secrets",
-    "mask",
-    "mask_echoes",
-    "mask_echoes_in_body",
-]
+__all__ = ["Located", "SecretHit", "find_file_secrets", "find_secrets", "mask"]
 
 # -- scanning ------------------------------------------------------------------
 

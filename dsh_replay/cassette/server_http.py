@@ -36,7 +36,7 @@ import h11
 import orjson
 
 from ..errors import DshReplayError
-from .secrets import Scrubber
+from .scrub import Scrubber
 from .server import CassetteServer, NoMatch, Playback
 
 __all__ = ["IDLE_TIMEOUT", "MAX_CONNECTIONS", "MAX_REQUEST_BYTES", "STALL_SECONDS", "HttpServer"]

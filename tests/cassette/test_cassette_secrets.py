@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from dsh_replay import CassetteError, Scrubber, use_cassette
-from dsh_replay.cassette.secrets import DEFAULT_REQUEST_HEADERS, find_secrets, mask
+from dsh_replay.cassette.scrub import DEFAULT_REQUEST_HEADERS
+from dsh_replay.cassette.secrets import find_secrets, mask
 from dsh_replay.cassette.store import Cassette
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 

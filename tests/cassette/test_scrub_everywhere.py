@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from dsh_replay import use_cassette
-from dsh_replay.cassette.secrets import REDACTED, Scrubber, find_secrets, mask_echoes_in_body
+from dsh_replay.cassette.scrub import REDACTED, Scrubber, mask_echoes_in_body
+from dsh_replay.cassette.secrets import find_secrets
 from dsh_replay.cassette.store import Cassette
 from dsh_replay.cli.scan import run_scan
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
