@@ -34,6 +34,7 @@ from .per_test import dsh_replay_config as dsh_replay_config
 from .per_test import dsh_replay_record_mode as dsh_replay_record_mode
 from .report import RunScope, Tally
 from .settings import GIVEN_MODE_OPTION, Settings, add_options
+from .sharding import register as register_shard
 from .shared import SharedCassettes
 
 _SCOPE = pytest.StashKey[RunScope]()
@@ -43,14 +44,25 @@ SHARED_KEY = pytest.StashKey[SharedCassettes]()
 _CALL_OUTCOME = pytest.StashKey[str]()
 
 
+#: the other plugins that define ``--record-mode``: (entry point name, plugin module, package)
+_RECORD_MODE_OWNERS = (
+    ("recording", "pytest_recording.plugin", "pytest_recording"),
+    ("cassetter", "cassetter.pytest_plugin", "cassetter"),
+)
+
+
 def _pytest_recording_active(pluginmanager: pytest.PytestPluginManager) -> bool:
-    """Will pytest-recording (which defines ``--record-mode`` too) be loaded in this run?"""
-    if pluginmanager.has_plugin("recording") or pluginmanager.has_plugin("pytest_recording.plugin"):
+    """Will pytest-recording or cassetter (which define ``--record-mode`` too) be loaded in this run?"""
+    return any(_loads(pluginmanager, *owner) for owner in _RECORD_MODE_OWNERS)
+
+
+def _loads(pluginmanager: pytest.PytestPluginManager, name: str, module: str, package: str) -> bool:
+    if pluginmanager.has_plugin(name) or pluginmanager.has_plugin(module):
         return True
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         # only plugins named with -p load, in order; one named after us is not seen here
         return False
-    return importlib.util.find_spec("pytest_recording") is not None and not pluginmanager.is_blocked("recording")
+    return importlib.util.find_spec(package) is not None and not pluginmanager.is_blocked(name)
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -82,6 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_RunWatcher(config), "dsh_replay.run")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistController(), "dsh_replay.xdist")
+    register_shard(config, settings.shard)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

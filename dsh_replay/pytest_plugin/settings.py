@@ -15,6 +15,7 @@ from typing import TypeVar
 import pytest
 
 from ..cassette.pacing import Fragmentation, parse_speed
+from ..cassette.shard import Shard
 from ..cassette.store import RecordMode
 from ..errors import CassetteError
 
@@ -22,7 +23,8 @@ __all__ = ["Settings", "add_options"]
 
 T = TypeVar("T")
 
-RECORDING_MODES = (RecordMode.NEW_EPISODES, RecordMode.ALL, RecordMode.REWRITE)
+#: what CI refuses: modes that record (verify records the live answers to compare them)
+RECORDING_MODES = (RecordMode.NEW_EPISODES, RecordMode.ALL, RecordMode.REWRITE, RecordMode.VERIFY)
 
 
 def add_options(parser: pytest.Parser, *, with_record_mode: bool) -> None:
@@ -34,7 +36,8 @@ def add_options(parser: pytest.Parser, *, with_record_mode: bool) -> None:
             action="store",
             default=None,
             choices=[mode.value for mode in RecordMode],
-            help="record mode for cassettes: none (default: replay only), once, new_episodes, all, rewrite",
+            help="record mode for cassettes: none (default: replay only), once, new_episodes, all, rewrite; "
+            "verify replays, then re-records each request live elsewhere and fails on a change of shape",
         )
     group.addoption(
         "--update-golden", action="store_true", default=False,
@@ -52,7 +55,18 @@ def add_options(parser: pytest.Parser, *, with_record_mode: bool) -> None:
         "--replay-speed", action="store", default=None, metavar="FACTOR",
         help="0 (default) replays instantly, 1 at the recorded pace, 2 twice as slow",
     )
-    parser.addini("dsh_replay_record_mode", "default record mode (none, once, new_episodes, all, rewrite)", default="none")
+    group.addoption(
+        "--dsh-shard", action="store", default=None, metavar="K/N",
+        help="run only the K-th of N shards of the collected cassette cases (a CI matrix of N jobs runs each once)",
+    )
+    group.addoption(
+        "--dsh-strict-coverage", action="store_true", default=None,
+        help="fail a test whose provider stream has event kinds its adapter neither maps nor ignores on purpose",
+    )
+    parser.addini("dsh_replay_strict_coverage", "fail on unmapped event kinds, as --dsh-strict-coverage (true/false)",
+                  default="false")
+    parser.addini("dsh_replay_record_mode", "default record mode (none, once, new_episodes, all, rewrite, verify)",
+                  default="none")
     parser.addini("dsh_replay_fragmentation", "default replay fragmentation", default="recorded")
     parser.addini("dsh_replay_speed", "default replay speed factor", default="0")
     parser.addini(
@@ -63,6 +77,8 @@ def add_options(parser: pytest.Parser, *, with_record_mode: bool) -> None:
     )
     parser.addini("dsh_replay_collect", "turn every cassette with dsh_replay metadata into a test (true/false)", default="false")
     parser.addini("dsh_replay_plugins", "a plugin YAML (cordis.yml shape) registering extra routes", default="")
+    parser.addini("dsh_replay_shard", "run only this shard K/N of the collected cassette cases (e.g. -o dsh_replay_shard=2/4)",
+                  default="")
 
 
 def ci_is_set() -> bool:
@@ -120,6 +136,10 @@ class Settings:
     record_mode_from: str = "--record-mode"
     #: the replay settings the command line gave (they win over every per-test layer)
     given: frozenset[str] = frozenset()
+    #: unmapped event kinds fail the test (``--dsh-strict-coverage``, ini ``dsh_replay_strict_coverage``)
+    strict_coverage: bool = False
+    #: the shard of the collected cassette cases this run keeps (``--dsh-shard``); None: all of them
+    shard: Shard | None = None
 
     @property
     def record_mode_given(self) -> bool:
@@ -148,6 +168,7 @@ class Settings:
         root = config.rootpath
         cassette_dir = str(config.getini("dsh_replay_cassette_dir")).strip()
         plugins = str(config.getini("dsh_replay_plugins")).strip()
+        shard_text, shard_from = pick("dsh_shard", "dsh_replay_shard")
         settings = cls(
             record_mode=record_mode,
             update_golden=bool(config.getoption("update_golden", default=False)),
@@ -161,6 +182,8 @@ class Settings:
             record_mode_from=mode_from,
             given=frozenset(name for name, source in (("fragmentation", fragmentation_from), ("speed", speed_from))
                             if source.startswith("--")),
+            strict_coverage=_parse(_truth, *pick("dsh_strict_coverage", "dsh_replay_strict_coverage")),
+            shard=_parse(Shard.parse, shard_text, shard_from) if shard_text else None,
         )
         settings.refuse_in_ci()
         return settings

@@ -75,12 +75,12 @@ def test_check_prints_a_table_and_fails_on_a_bad_golden(tmp_path: Path) -> None:
     assert code == 1
     assert re.sub(r"\d+ ms", "N ms", output).splitlines()[:7] == [
         # goldens alone: the rules were run, no route was, whatever the folder is called
-        "case  route  fragments  chunks  blocks  verdict            time",
-        "----  -----  ---------  ------  ------  -----------------  ----",
-        "good  -      0          9       2       ok                 N ms",
-        "bad   -      0          8       2       FAIL P11 (line 8)  N ms",
+        "case  route  fragments  chunks  blocks  verdict                                    time",
+        "----  -----  ---------  ------  ------  -----------------------------------------  ----",
+        "good  -      0          9       2       golden only: rules hold, nothing replayed  N ms",
+        "bad   -      0          8       2       FAIL P11 (line 8)                          N ms",
         "",
-        "2 case(s), 17 chunks: 1 passed, 1 failed",
+        "2 case(s), 17 chunks: 0 passed, 1 failed, 1 golden(s) only (rules checked, nothing replayed)",
         "",
     ]
     assert f"{bad}:8: P11 stream ended after 8 chunk(s) without finish\n" in output
@@ -91,4 +91,4 @@ def test_python_dash_m_and_console_script_work() -> None:
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     result = subprocess.run([sys.executable, "-m", "dsh_replay", "check", str(ROOT / "cassettes")], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert re.search(r"^example +- +0 +9 +2 +ok", result.stdout, re.M)
+    assert re.search(r"^example +- +0 +9 +2 +golden only: rules hold, nothing replayed", result.stdout, re.M)
