@@ -122,7 +122,8 @@ def test_every_documented_option_exists(pytestconfig: pytest.Config) -> None:
     options = set(re.findall(r"`(--[a-z-]+)", section))
     fixtures = {"dsh_replay_config", "dsh_replay_record_mode", "dsh_replay_emulator"}
     inis = set(re.findall(r"`(dsh_replay_\w+)`", section)) - fixtures
-    assert options == {"--record-mode", "--update-golden", "--prune-unused", "--replay-fragmentation", "--replay-speed"}
+    assert options == {"--record-mode", "--update-golden", "--prune-unused", "--replay-fragmentation", "--replay-speed",
+                       "--dsh-shard"}
     for option in options:
         assert pytestconfig.getoption(option.lstrip("-").replace("-", "_"), default="missing") != "missing"
     for name in inis:
