@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
+    from .cassette.intercept import NothingRecordedWarning
     from .cassette.pacing import Fault, Fragmentation
     from .cassette.scrub import Scrubber
     from .cassette.session import CassetteSession, use_cassette
@@ -99,6 +100,7 @@ _EXPORTS: dict[str, str] = {
     "Message": ".protocol.options",
     "MessageToolCall": ".protocol.options",
     "NDJSONDecoder": ".wire.ndjson",
+    "NothingRecordedWarning": ".cassette.intercept",
     "OverloadedError": ".errors",
     "PluginContext": ".seed_config",
     "ProtocolViolation": ".errors",
@@ -162,6 +164,7 @@ __all__ = [
     "Message",
     "MessageToolCall",
     "NDJSONDecoder",
+    "NothingRecordedWarning",
     "OverloadedError",
     "PluginContext",
     "ProtocolViolation",

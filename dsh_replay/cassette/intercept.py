@@ -1,295 +1,239 @@
-"""Route every httpx (and httpx2) client through the active cassette session.
+"""Route every supported HTTP client's requests to the cassette of the task that makes them.
 
-httpx asks ``Client._transport_for_url(url)`` for the transport of each
-request; while a cassette is active that method is patched to wrap whatever
-transport the client would have used (its pool, a MockTransport, an SDK's
-custom transport) in one of ours. So clients created anywhere — in adapters,
-inside the ``openai``/``anthropic`` SDKs (which use httpx2), before or inside
-the ``with`` block — are intercepted, and nothing is patched at import time.
+Which clients
+-------------
+httpx and httpx2 (:mod:`.clients_httpx`), aiohttp (:mod:`.clients_aiohttp`)
+and requests (:mod:`.clients_requests`). A library is patched only while at
+least one cassette block is active anywhere in the process, and only once it
+is imported: one already in ``sys.modules`` when the first block starts, or
+one imported while a block is active (a finder on ``sys.meta_path`` patches it
+the moment its package has run). Nothing is patched at import time, and a
+library nobody imports is never imported here.
 
-The response streams are where stream fidelity lives:
+Which cassette
+--------------
+The blocks a task is inside are held in a :class:`contextvars.ContextVar`, so:
 
-- ``recording`` streams pass each fragment to the caller the moment the real
-  transport yields it, noting its size and arrival time; a failure is noted
-  with its byte offset and re-raised; an early close marks the interaction
-  incomplete — unless the body ends right there, before any more content
-  (:mod:`.drain`).
-- ``replay`` streams cut the recorded body as asked and, with a speed factor,
-  sleep until each piece's recorded arrival time; a recorded failure (or an
-  injected fault) is raised again at the same byte offset as the same
-  exception type of the client's library.
+- a request is answered by the innermost active block of the task (or
+  thread) that makes it; nested blocks work as before (inner wins, the outer
+  one serves again once the inner ends);
+- tasks started inside a block inherit it (asyncio and trio copy the context
+  into a new task); sibling tasks with blocks of their own never see each
+  other's;
+- a thread sees the blocks of the code that started it only when it runs in a
+  copy of that context: ``contextvars.copy_context().run(fn)``, which
+  ``asyncio.to_thread`` does and a bare ``ThreadPoolExecutor.submit`` does not;
+- where no block is active (a bare thread, an event loop a test starts of its
+  own), the one block active in the process serves, if there is exactly one:
+  so a sync test's ``asyncio.run`` or a worker thread keeps working as when
+  one cassette was one process-wide setting. With several active, such a
+  request is refused (:class:`CassetteError`) rather than guessed at or let
+  out to the network.
+
+A block in a recording mode that no request reached says so when it ends
+(:class:`NothingRecordedWarning`): the code under test used a client we do
+not intercept, or made its request where the block is not visible.
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-import time
+import contextlib
+import contextvars
+import importlib.machinery
+import sys
+import threading
 import types
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, Protocol
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import CassetteError
-from .drain import ended_async, ended_sync
-from .pacing import Fault, Fragmentation, Pacing, Stop, clip, piece_plan, stop_for
-from .store import Interaction, RecordedError
+from . import clients_httpx
+from .clients_base import Handler, Recorder, forwarding
+from .clients_httpx import answer_async
+from .pacing import Fault, Fragmentation
+from .store import Interaction
 
-__all__ = ["Handler", "Recorder", "active_handlers", "answer_async", "install", "recording_response", "replay_response", "uninstall"]
+__all__ = [
+    "CLIENT_LIBRARIES",
+    "Handler",
+    "NothingRecordedWarning",
+    "Recorder",
+    "active_handlers",
+    "answer_async",
+    "current_handler",
+    "install",
+    "recording_response",
+    "replay_response",
+    "silent_mark",
+    "take_silent",
+    "uninstall",
+    "warn_if_nothing_recorded",
+]
+
+#: the client libraries whose requests a cassette records and replays
+CLIENT_LIBRARIES = ("httpx", "httpx2", "aiohttp", "requests")
 
 
-# -- the handler protocol ------------------------------------------------------------
+class NothingRecordedWarning(UserWarning):
+    """A cassette block in a recording mode ended without a single request reaching it."""
 
 
-class Handler(Protocol):
-    """What the patched clients call into: the active cassette session."""
+# -- which cassette -----------------------------------------------------------------------
 
-    def handle(self, request: Any, inner: Any, lib: types.ModuleType, is_async: bool) -> Any: ...
-
-
-_active: list[Handler] = []
-_originals: list[tuple[type, Callable[..., Any]]] = []
+_blocks: contextvars.ContextVar[tuple[Handler, ...]] = contextvars.ContextVar("dsh_replay_cassettes", default=())
+_live: list[Handler] = []  # every active handler in the process, in the order they started
+_seen: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()  # handler -> requests routed to it
+_lock = threading.RLock()  # blocks start and end in any thread; a patch runs inside an import
 
 
-def _libraries() -> list[types.ModuleType]:
-    libs = []
-    for name in ("httpx", "httpx2"):
-        try:
-            libs.append(importlib.import_module(name))
-        except ImportError:
-            continue
-    return libs
+def _is_live(handler: Handler) -> bool:
+    return any(live is handler for live in _live)
 
 
 def install(handler: Handler) -> None:
-    """Make ``handler`` the active session; patch the clients on first use."""
-    _active.append(handler)
-    if _originals:
-        return
-    for lib in _libraries():
-        for client_cls, is_async in ((lib.Client, False), (lib.AsyncClient, True)):
-            original = client_cls._transport_for_url
-            _originals.append((client_cls, original))
-            client_cls._transport_for_url = _patched(original, lib, is_async)
-
-
-def active_handlers() -> list[Handler]:
-    """The sessions active now, the innermost last."""
-    return list(_active)
+    """Make ``handler`` the innermost active session of this context; patch the clients on first use."""
+    with _lock:
+        _live.append(handler)
+        if len(_live) == 1:
+            _start_patching()
+    _blocks.set((*_blocks.get(), handler))
 
 
 def uninstall(handler: Handler) -> None:
-    """Deactivate ``handler``; restore the clients when no session is left."""
-    if handler in _active:
-        _active.remove(handler)
-    if not _active:
-        while _originals:
-            client_cls, original = _originals.pop()
-            client_cls._transport_for_url = original  # type: ignore[attr-defined]
+    """Deactivate ``handler`` (from whichever context); restore the clients when no session is left."""
+    blocks = _blocks.get()
+    if any(block is handler for block in blocks):
+        _blocks.set(tuple(block for block in blocks if block is not handler))
+    with _lock:
+        _live[:] = [live for live in _live if live is not handler]
+        if not _live:
+            _stop_patching()
 
 
-def _patched(original: Callable[..., Any], lib: types.ModuleType, is_async: bool) -> Callable[..., Any]:
-    transport_cls = _transport_classes(lib)[1 if is_async else 0]
-
-    def _transport_for_url(self: Any, url: Any) -> Any:
-        inner = original(self, url)
-        if not _active:
-            return inner
-        return transport_cls(_active[-1], inner, lib)
-
-    return _transport_for_url
+def active_handlers() -> list[Handler]:
+    """The sessions active in this task or thread's context, the innermost last."""
+    with _lock:
+        return [block for block in _blocks.get() if _is_live(block)]
 
 
-async def answer_async(handler: Handler, request: Any, inner: Any, lib: types.ModuleType) -> Any:
-    """``handler``'s response to an async client's ``request`` (``inner``: the transport it would have used)."""
-    await request.aread()
-    result = handler.handle(request, inner, lib, True)
-    return await result if asyncio.iscoroutine(result) else result
+def current_handler() -> Handler | None:
+    """The session that answers a request made here and now (see "Which cassette"), or None."""
+    if forwarding.get():
+        return None  # a request the handler itself is sending for real
+    with _lock:
+        for block in reversed(_blocks.get()):
+            if _is_live(block):
+                return _count(block)
+        if len(_live) == 1:
+            return _count(_live[0])
+        if not _live:
+            return None
+        count, names = len(_live), ", ".join(str(getattr(live, "path", live)) for live in _live)
+    raise CassetteError(
+        f"a request was made where no cassette block is active, while {count} are active elsewhere "
+        f"({names}): it cannot be told which one it belongs to. Run the thread under "
+        "contextvars.copy_context().run(...) (asyncio.to_thread does), or enter the block where the request is made."
+    )
 
 
-_CLASS_CACHE: dict[str, tuple[type, type, type, type]] = {}
+def _count(handler: Handler) -> Handler:
+    with contextlib.suppress(TypeError):  # a handler that cannot be weakly referenced is not counted
+        _seen[handler] = _seen.get(handler, 0) + 1
+    return handler
 
 
-def _transport_classes(lib: types.ModuleType) -> tuple[type, type, type, type]:
-    """(sync transport, async transport, sync stream, async stream) built on ``lib``'s bases.
+# -- which clients -----------------------------------------------------------------------
 
-    httpx checks ``isinstance(response.stream, AsyncByteStream)`` against its own
-    classes, so each library gets its own subclasses.
+_undo: dict[str, Callable[[], None]] = {}
+
+
+def _patch(name: str, *, ran: bool = False) -> None:
+    """Patch the client library ``name`` if it is imported (and not patched yet).
+
+    ``ran``: its package has just run (the finder's call), though the import is not over.
     """
-    if lib.__name__ in _CLASS_CACHE:
-        return _CLASS_CACHE[lib.__name__]
+    module = sys.modules.get(name)
+    if name in _undo or module is None:
+        return
+    if not ran and getattr(getattr(module, "__spec__", None), "_initializing", False):
+        return  # another thread is still running its package (the finder patches it, if it saw the import)
+    if name in ("httpx", "httpx2"):
+        _undo[name] = clients_httpx.patch(module, current_handler)
+    elif name == "aiohttp":
+        from . import clients_aiohttp
 
-    class SyncTransport(lib.BaseTransport):  # type: ignore[name-defined,misc]
-        def __init__(self, handler: Handler, inner: Any, library: types.ModuleType) -> None:
-            self.handler, self.inner, self.lib = handler, inner, library
+        _undo[name] = clients_aiohttp.patch(module, current_handler)
+    elif name == "requests":
+        from . import clients_requests
 
-        def handle_request(self, request: Any) -> Any:
-            request.read()
-            return self.handler.handle(request, self.inner, self.lib, False)
-
-    class AsyncTransport(lib.AsyncBaseTransport):  # type: ignore[name-defined,misc]
-        def __init__(self, handler: Handler, inner: Any, library: types.ModuleType) -> None:
-            self.handler, self.inner, self.lib = handler, inner, library
-
-        async def handle_async_request(self, request: Any) -> Any:
-            return await answer_async(self.handler, request, self.inner, self.lib)
-
-    class SyncStream(lib.SyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, source: Iterator[bytes], on_close: Callable[[], None]) -> None:
-            self.source, self.on_close = source, on_close
-
-        def __iter__(self) -> Iterator[bytes]:
-            return self.source
-
-        def close(self) -> None:
-            self.on_close()
-
-    class AsyncStream(lib.AsyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, source: AsyncIterator[bytes], on_close: Callable[[], Any]) -> None:
-            self.source, self.on_close = source, on_close
-
-        def __aiter__(self) -> AsyncIterator[bytes]:
-            return self.source
-
-        async def aclose(self) -> None:
-            result = self.on_close()
-            if asyncio.iscoroutine(result):
-                await result
-
-    _CLASS_CACHE[lib.__name__] = (SyncTransport, AsyncTransport, SyncStream, AsyncStream)
-    return _CLASS_CACHE[lib.__name__]
+        _undo[name] = clients_requests.patch(module, current_handler)
 
 
-# -- recording --------------------------------------------------------------------------
+class _PatchOnImport:
+    """Patches a client library the moment it is imported while a cassette block is active.
+
+    A meta path finder (``importlib.abc.MetaPathFinder`` in all but name: that
+    module costs more to import than this class does to write).
+    """
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in CLIENT_LIBRARIES:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec: importlib.machinery.ModuleSpec | None = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is not None and hasattr(loader, "exec_module"):
+            run = loader.exec_module
+
+            def exec_module(module: types.ModuleType) -> None:
+                run(module)
+                with _lock:
+                    if _live:
+                        _patch(fullname, ran=True)
+
+            # this module's own loader instance: no other module is affected
+            loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
 
 
-class Recorder:
-    """Notes the fragments of one live response as they pass through."""
-
-    def __init__(self, interaction: Interaction, on_done: Callable[[Interaction], None]) -> None:
-        self.interaction = interaction
-        self.on_done = on_done
-        self.started = time.perf_counter()
-        self.parts: list[bytes] = []
-        self.done = False
-        interaction.fragments = []
-
-    def fragment(self, data: bytes) -> None:
-        if not data:
-            return
-        assert self.interaction.fragments is not None
-        self.interaction.fragments.append(((time.perf_counter() - self.started) * 1000.0, len(data)))
-        self.parts.append(data)
-
-    def failed(self, exc: BaseException) -> None:
-        at_ms = (time.perf_counter() - self.started) * 1000.0
-        self.interaction.error = RecordedError(type(exc).__name__, str(exc), sum(map(len, self.parts)), at_ms)
-        self.finish(complete=True)
-
-    def finish(self, *, complete: bool) -> None:
-        if self.done:
-            return
-        self.done = True
-        self.interaction.body = b"".join(self.parts)
-        self.interaction.complete = complete
-        self.on_done(self.interaction)
+_FINDER = _PatchOnImport()
 
 
-def recording_response(lib: types.ModuleType, response: Any, recorder: Recorder, is_async: bool) -> Any:
-    """Swap the live response's stream for one that records while passing fragments through."""
-    sync_stream, async_stream = _transport_classes(lib)[2:]
-    inner = response.stream
-    if hasattr(response, "_content"):
-        # A transport that builds its response from bytes (MockTransport, respx) hands
-        # it over already read: nothing will stream through, so note the body now.
-        if isinstance(inner, lib.ByteStream):
-            raw = b"".join(inner)
-        else:  # only the decoded body is left: record it as such
-            raw = response.content
-            recorder.interaction.headers = [
-                (k, v) for k, v in recorder.interaction.headers if k.lower() != "content-encoding"
-            ]
-        recorder.fragment(raw)
-        recorder.finish(complete=True)
-        return response
-    if is_async:
-        apieces: list[AsyncIterator[bytes]] = []  # one iterator, shared by the reader and the drain
-
-        def asource() -> AsyncIterator[bytes]:
-            if not apieces:
-                apieces.append(inner.__aiter__())
-            return apieces[0]
-
-        async def agen() -> AsyncIterator[bytes]:
-            try:
-                async for data in asource():
-                    recorder.fragment(data)
-                    yield data
-            except Exception as exc:
-                recorder.failed(exc)
-                raise
-            recorder.finish(complete=True)
-
-        async def aclose() -> None:
-            if not recorder.done and await ended_async(asource()):
-                recorder.finish(complete=True)
-            recorder.finish(complete=False)  # a no-op when the body was read to the end
-            await inner.aclose()
-
-        response.stream = async_stream(agen(), aclose)
-    else:
-        pieces: list[Iterator[bytes]] = []
-
-        def source() -> Iterator[bytes]:
-            if not pieces:
-                pieces.append(iter(inner))
-            return pieces[0]
-
-        def gen() -> Iterator[bytes]:
-            try:
-                for data in source():
-                    recorder.fragment(data)
-                    yield data
-            except Exception as exc:
-                recorder.failed(exc)
-                raise
-            recorder.finish(complete=True)
-
-        def close() -> None:
-            if not recorder.done and ended_sync(inner, source()):
-                recorder.finish(complete=True)
-            recorder.finish(complete=False)
-            inner.close()
-
-        response.stream = sync_stream(gen(), close)
-    return response
+def _start_patching() -> None:
+    for name in CLIENT_LIBRARIES:
+        _patch(name)
+    sys.meta_path.insert(0, _FINDER)
 
 
-# -- replay ------------------------------------------------------------------------------
+def _stop_patching() -> None:
+    if _FINDER in sys.meta_path:
+        sys.meta_path.remove(_FINDER)
+    for name in list(_undo):
+        _undo.pop(name)()
 
 
-def _read_timeout(request: Any) -> float | None:
-    timeout = request.extensions.get("timeout") or {}
-    value = timeout.get("read")
-    return float(value) if value is not None else None
+# -- the client-neutral entry points the session calls ------------------------------------
 
 
-def _stop_error(lib: types.ModuleType, stop: Stop, request: Any, path: str) -> BaseException:
-    if stop.kind == "abandoned":
-        return CassetteError(
-            f"cassette {path}: the recorded response was abandoned by the caller after {stop.at} bytes; "
-            "this replay reads further. Re-record it (--record-mode=rewrite).",
-            path=path,
-        )
-    if stop.kind == "stall":
-        return lib.ReadTimeout(stop.message or "read timed out (stalled stream)", request=request)  # type: ignore[no-any-return]
-    exc_type = getattr(lib, stop.error, None)
-    if not (isinstance(exc_type, type) and issubclass(exc_type, lib.TransportError)):
-        exc_type = lib.ReadError
-    return exc_type(stop.message or stop.error, request=request)  # type: ignore[no-any-return]
+def recording_response(lib: Any, response: Any, recorder: Recorder, is_async: bool) -> Any:
+    """The live ``response`` with its body recorded as it streams through to the caller."""
+    if isinstance(lib, types.ModuleType):
+        return clients_httpx.recording_response(lib, response, recorder, is_async)
+    return lib.record(response, recorder, is_async)
 
 
 def replay_response(
-    lib: types.ModuleType,
+    lib: Any,
     request: Any,
     interaction: Interaction,
     *,
@@ -299,38 +243,49 @@ def replay_response(
     path: str,
     is_async: bool,
 ) -> Any:
-    """A response that serves the recorded body as the options ask."""
-    sync_stream, async_stream = _transport_classes(lib)[2:]
-    plan = piece_plan(interaction, fragmentation)
-    stop = stop_for(interaction, fault)
-    if stop is not None:
-        plan = clip(plan, stop.at)
-    pacing = Pacing(interaction.body, plan, speed, stop, _read_timeout(request), fault is not None)
+    """A response of ``lib``'s client that serves the recorded body as the options ask."""
+    if isinstance(lib, types.ModuleType):
+        return clients_httpx.replay_response(
+            lib, request, interaction, fragmentation=fragmentation, speed=speed, fault=fault, path=path,
+            is_async=is_async,
+        )
+    return lib.replay(
+        request, interaction, fragmentation=fragmentation, speed=speed, fault=fault, path=path, is_async=is_async
+    )
 
-    def failure() -> BaseException:
-        assert stop is not None
-        return _stop_error(lib, stop, request, path)
 
-    async def agen() -> AsyncIterator[bytes]:
-        for delay, piece in pacing.steps():
-            if delay > 0:
-                await pacing.clock.async_sleep(delay)  # asyncio or trio, whichever runs
-            if piece is None:
-                raise failure()
-            yield piece
+# -- blocks that recorded nothing --------------------------------------------------------
 
-    def gen() -> Iterator[bytes]:
-        for delay, piece in pacing.steps():
-            if delay > 0:
-                pacing.clock.sleep(delay)
-            if piece is None:
-                raise failure()
-            yield piece
+_silent: list[str] = []
 
-    stream = async_stream(agen(), lambda: None) if is_async else sync_stream(gen(), lambda: None)
-    extensions = {"http_version": b"HTTP/1.1"}
-    if interaction.reason:
-        extensions["reason_phrase"] = interaction.reason.encode("ascii", "replace")
-    # the recorded length/encoding framing no longer describes a re-cut body
-    headers = [(k, v) for k, v in interaction.headers if k.lower() not in ("content-length", "transfer-encoding")]
-    return lib.Response(interaction.status, headers=headers, stream=stream, request=request, extensions=extensions)
+
+def warn_if_nothing_recorded(session: Any) -> None:
+    """Warn when ``session`` could record but no request reached it; note its cassette for the summary."""
+    if not getattr(session, "can_record", False) or _seen.get(session, 0):
+        return
+    path = str(session.path)
+    _silent.append(path)
+    warnings.warn(NothingRecordedWarning(
+        f"cassette {path}: the block recorded nothing (record mode {session.record_mode.value!r}): no request "
+        f"reached it. If the code under test made one, its HTTP client is not one dsh-replay intercepts "
+        f"({', '.join(CLIENT_LIBRARIES)}) or it ran where the block is not active (a thread started without "
+        "contextvars.copy_context()), and it went to the network unrecorded."
+    ), stacklevel=3)
+
+
+def silent_mark() -> int:
+    """Where the cassettes of blocks that record nothing from now on will start (see :func:`take_silent`)."""
+    with _lock:
+        return len(_silent)
+
+
+def take_silent(since: int = 0) -> list[str]:
+    """The cassettes of blocks that recorded nothing since ``since`` (a :func:`silent_mark`), taken away.
+
+    For the pytest summary. Taken away, so that a pytest run inside a test
+    (pytester) reports its own blocks and leaves the enclosing run's.
+    """
+    with _lock:
+        taken = _silent[since:]
+        del _silent[since:]
+    return taken

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 
 from ..adapters._base import HttpAdapter
 from ..adapters.route_table import RouteTable
@@ -25,7 +26,7 @@ from ..protocol.validator import SequenceValidator, Violation
 from ..wire.transport import RetryPolicy
 from .files import atomic_write
 from .golden import golden_diff, golden_path_for
-from .intercept import active_handlers, answer_async, install, replay_response, uninstall
+from .intercept import answer_async, current_handler, install, replay_response, uninstall
 from .pacing import Fragmentation
 from .secrets import find_secrets
 from .session import use_cassette
@@ -175,10 +176,10 @@ class _ReplayClient(httpx.AsyncClient):
     async def send(self, request: httpx.Request, *, stream: bool = False, **_: Any) -> httpx.Response:
         if self.is_closed:
             raise RuntimeError("Cannot send a request, as the client has been closed.")
-        sessions = active_handlers()
-        if not sessions:
+        session = current_handler()  # the calling task's: concurrent replays share this client
+        if session is None:
             return await self._offline.handle_async_request(request)
-        response: httpx.Response = await answer_async(sessions[-1], request, self._offline, httpx)
+        response: httpx.Response = await answer_async(session, request, self._offline, httpx)
         response.request = request
         if not stream:
             await response.aread()
@@ -311,6 +312,19 @@ def _judge_case(result: CaseResult, path: Path, *, update_golden: bool, unplayed
             return
 
 
+def _not_json(golden_bytes: bytes, golden: Path) -> str:
+    """Why a golden is no chunk file at all (a line that is not JSON), or "": a diff would only confuse."""
+    for number, line in enumerate(golden_bytes.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            return (f"golden {golden}: line {number} is not valid JSON ({exc}); mend it, or delete the golden "
+                    "and write it again with --update-golden (dsh-replay check --update)")
+    return ""
+
+
 _FIRST_DIFFERENCE = re.compile(r"first difference at chunk \d+ \(line (\d+)\)")
 
 
@@ -337,19 +351,37 @@ def judge_golden(
     end of a test that passed). A golden that would hold a credential is refused:
     an adapter's error message can quote a URL with its key.
     """
-    golden = golden_path_for(cassette, call)
+    return judge_golden_file(golden_path_for(cassette, call), actual, update=update, write_missing=write_missing,
+                             write=write)
+
+
+def judge_golden_file(
+    golden: Path,
+    actual: bytes,
+    *,
+    update: bool,
+    write_missing: bool = False,
+    write: Callable[[Path, bytes], None] = atomic_write,
+    accept: str | None = None,
+) -> tuple[str, str]:
+    """:func:`judge_golden` for the golden file ``golden``; ``accept``: the command that updates it, if not ours."""
     try:
         expected = golden.read_bytes()
     except FileNotFoundError:
         expected = None
         if not (update or write_missing):
-            return "missing", f"golden {golden} is missing; write it with --update-golden (dsh-replay check --update)"
+            how = accept or "--update-golden (dsh-replay check --update)"
+            return "missing", f"golden {golden} is missing; write it with {how}"
     except OSError as exc:  # a folder in its place, no permission...
         return "unreadable", f"golden {golden} cannot be read ({exc.strerror or exc}); make it a readable file"
     if expected == actual:
         return "matched", ""
     if expected is not None and not update:
-        return "differs", golden_diff(expected, actual, name=str(golden))
+        if accept is None:
+            diff = golden_diff(expected, actual, name=str(golden))
+        else:
+            diff = golden_diff(expected, actual, name=str(golden), accept=accept)
+        return "differs", _not_json(expected, golden) or diff
     leaks = [str(hit) for hit in find_secrets(actual.decode("utf-8", "replace"))]
     if leaks:
         return "refused", (

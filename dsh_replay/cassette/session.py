@@ -43,6 +43,7 @@ from .intercept import (
     recording_response,
     replay_response,
     uninstall,
+    warn_if_nothing_recorded,
 )
 from .matching import Matcher, default_matchers, describe_mismatch, requests_match
 from .pacing import Fault, Fragmentation, parse_speed
@@ -137,7 +138,9 @@ class CassetteSession:
     # -- set-up --------------------------------------------------------------------
 
     def _open(self, loaded: Cassette | None) -> Cassette:
-        mode, exists = self.record_mode, self.path.exists()
+        # verify replays here; re-recording the requests elsewhere is the plugin's part
+        mode = RecordMode.NONE if self.record_mode is RecordMode.VERIFY else self.record_mode
+        exists = self.path.exists()
         if mode is RecordMode.NONE and not exists:
             raise CassetteError(
                 f"cassette {self.path} does not exist and the record mode is 'none'. Record it once "
@@ -296,7 +299,7 @@ class CassetteSession:
 
 
 class use_cassette:  # lower-case: it reads like vcrpy's vcr.use_cassette
-    """Record or replay every httpx/httpx2 request made inside the block.
+    """Record or replay the requests of httpx, httpx2, aiohttp and requests made inside the block.
 
     Usable as ``with use_cassette(...) as session:`` and ``async with``. See
     :class:`CassetteSession` for the arguments. Inside a pytest run, what is
@@ -384,6 +387,8 @@ class use_cassette:  # lower-case: it reads like vcrpy's vcr.use_cassette
             self._pauses = None
         if exc_info[0] is None or not isinstance(exc_info[1], CassetteError):
             self.session.close(failed=exc_info[0] is not None)
+        if exc_info[0] is None:
+            warn_if_nothing_recorded(self.session)  # a client we do not intercept is never silent
 
     async def __aenter__(self) -> CassetteSession:
         return self.__enter__()

@@ -40,6 +40,7 @@ Only our own files, and only those no test outside the run could own:
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ from typing import Any
 
 from ..cassette.files import read_metadata_key
 from ..cassette.golden import GOLDEN_SUFFIX
+from .coverage import CoverageTally
 
 __all__ = ["RunScope", "Tally"]
 
@@ -86,6 +88,11 @@ class Tally:
     #: folders a test's dsh_replay_config chose: a skipped test there opens no fixture, so nothing
     #: tells which of their cassettes it owns, and they are never listed or pruned
     configured: set[str] = field(default_factory=set)
+    #: wire coverage and drift of the streams replayed (see coverage.py)
+    coverage: CoverageTally = field(default_factory=CoverageTally)
+    #: cassettes of blocks in a recording mode that no request reached (a client we do not intercept?)
+    silent: set[str] = field(default_factory=set)
+    silent_since: int = field(default_factory=lambda: _engine().silent_mark() if _engine() else 0)
 
     def configured_folder(self, cassette: Path) -> None:
         self.configured.add(str(cassette.resolve().parent))
@@ -109,6 +116,7 @@ class Tally:
         self.unwritten[str(golden.resolve())] = reason
 
     def to_json(self) -> dict[str, Any]:
+        self.take_silent()
         return {
             "counts": dict(self.counts),
             "cassettes": sorted(self.cassettes),
@@ -119,6 +127,8 @@ class Tally:
             "unwritten": dict(sorted(self.unwritten.items())),
             "deselected": self.deselected,
             "configured": sorted(self.configured),
+            "coverage": self.coverage.to_json(),
+            "silent": sorted(self.silent),
         }
 
     def merge(self, data: dict[str, Any]) -> None:
@@ -131,6 +141,16 @@ class Tally:
         self.unwritten.update(data.get("unwritten", {}))
         self.deselected += int(data.get("deselected", 0))
         self.configured.update(data.get("configured", ()))
+        self.coverage.merge(data.get("coverage", {}))
+        self.silent.update(data.get("silent", ()))
+
+    def take_silent(self) -> None:
+        """Add the cassettes of this run's blocks that recorded nothing, as the engine noted them when
+        they ended (inside tests, where no pytest object is at hand); taken from it, so that a pytest
+        run inside a test (pytester) and the run around it each report their own."""
+        engine = _engine()
+        if engine is not None:
+            self.silent.update(engine.take_silent(self.silent_since))
 
     def unused(self) -> tuple[list[Path], list[Path]]:
         """(goldens no test compared, cassettes of ours no test used) in the folders the run touched.
@@ -173,7 +193,8 @@ class Tally:
     def lines(self, *, scope: RunScope, root: Path, prune: bool = False) -> list[str]:
         """The summary lines; with ``prune`` (and a run ``scope`` allows it) the unused files are deleted."""
         c = self.counts
-        if not (self.cassettes or self.unwritten or any(c[name] for name in _COUNTERS)):
+        self.take_silent()
+        if not (self.cassettes or self.unwritten or self.silent or any(c[name] for name in _COUNTERS)):
             return []
         out = [
             f"cassettes: {c['cassettes_replayed']} replayed, {c['cassettes_recorded']} recorded",
@@ -181,8 +202,12 @@ class Tally:
             *_unwritten_lines(self.unwritten, root),
             f"secrets scrubbed: {c['secrets_scrubbed']}",
         ]
+        if self.silent:
+            silent = sorted(Path(path) for path in self.silent)
+            out.insert(1, f"cassettes recorded nothing: {len(silent)}" + _listing(silent, root))
         if c["temp_files_removed"]:
             out.append(f"temp files of killed writes removed: {c['temp_files_removed']}")
+        out += self.coverage.lines(root)
         refusal = scope.refusal(deselected=self.deselected)
         if scope.listing_refusal(deselected=self.deselected) is None:
             goldens, cassettes = self.unused()
@@ -261,6 +286,12 @@ class RunScope:
         if self.exitstatus != 0:
             return f"the run ended with exit status {self.exitstatus}; only a run where every test passes prunes"
         return None
+
+
+def _engine() -> Any:
+    """The cassette engine's interception module, if loaded (it is not imported for this: not
+    loaded, no block ran)."""
+    return sys.modules.get("dsh_replay.cassette.intercept")
 
 
 def _goldens_line(c: Counter[str]) -> str:

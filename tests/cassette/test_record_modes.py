@@ -18,6 +18,7 @@ import pytest
 from vcr.request import Request as VcrRequest
 
 from dsh_replay import CassetteError, RecordMode, use_cassette
+from dsh_replay.cassette.intercept import NothingRecordedWarning
 from dsh_replay.cassette.store import FORMAT_VERSION, Cassette, Interaction
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
@@ -124,7 +125,7 @@ def test_record_mode(emu: ProviderEmulator, tmp_path: Path, mode: str, exists: b
 def test_rewrite_without_traffic_removes_the_cassette(emu: ProviderEmulator, tmp_path: Path) -> None:
     path = tmp_path / "modes.yaml"
     _old_cassette(path, emu.base_url)
-    with use_cassette(path, "rewrite") as session:
+    with pytest.warns(NothingRecordedWarning, match="recorded nothing"), use_cassette(path, "rewrite") as session:
         pass
     assert not session.wrote
     assert not path.exists()
@@ -135,7 +136,7 @@ def test_rewrite_without_traffic_leaves_a_file_that_is_not_ours(tmp_path: Path) 
     path = tmp_path / "modes.yaml"
     plain = b"interactions: []\nversion: 1\n"
     path.write_bytes(plain)
-    with use_cassette(path, "rewrite") as session:
+    with pytest.warns(NothingRecordedWarning, match="recorded nothing"), use_cassette(path, "rewrite") as session:
         pass
     assert not session.wrote
     assert path.read_bytes() == plain
