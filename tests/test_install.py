@@ -69,9 +69,10 @@ def test_the_installed_command_runs_the_main_job(fresh: Path) -> None:
     assert "failed" in result.stdout and " 0 failed" in result.stdout
 
 
-def test_an_example_project_passes_against_the_installed_wheel(fresh: Path, tmp_path: Path) -> None:
-    project = tmp_path / "cohere"
-    shutil.copytree(ROOT / "examples" / "cohere", project, ignore=shutil.ignore_patterns(".venv", "__pycache__"))
+@pytest.mark.parametrize("example", ["cohere", "acme_adapter"])
+def test_an_example_project_passes_against_the_installed_wheel(fresh: Path, tmp_path: Path, example: str) -> None:
+    project = tmp_path / example
+    shutil.copytree(ROOT / "examples" / example, project, ignore=shutil.ignore_patterns(".venv", "__pycache__"))
     result = _run(fresh / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                   cwd=project, env=_clean_env())
     assert " passed" in result.stdout and "failed" not in result.stdout
