@@ -36,7 +36,7 @@ def test_the_readme_stays_a_first_hour_read() -> None:
     # the reference lives in docs/; the README is what a newcomer reads first
     assert len(README.splitlines()) <= 400
     for page in ("protocol", "workflow", "cassettes", "clients", "pytest", "cli", "adapters", "performance",
-                 "architecture", "import", "other-languages"):
+                 "architecture", "import", "other-languages", "coverage", "ci"):
         assert f"(docs/{page}.md)" in README, f"the README does not link docs/{page}.md"
 
 
@@ -123,7 +123,7 @@ def test_every_documented_option_exists(pytestconfig: pytest.Config) -> None:
     fixtures = {"dsh_replay_config", "dsh_replay_record_mode", "dsh_replay_emulator"}
     inis = set(re.findall(r"`(dsh_replay_\w+)`", section)) - fixtures
     assert options == {"--record-mode", "--update-golden", "--prune-unused", "--replay-fragmentation", "--replay-speed",
-                       "--dsh-shard"}
+                       "--dsh-shard", "--dsh-strict-coverage"}
     for option in options:
         assert pytestconfig.getoption(option.lstrip("-").replace("-", "_"), default="missing") != "missing"
     for name in inis:

@@ -8,7 +8,9 @@ A provider module supplies two things and nothing else:
   turns one decoded provider event into calls on the :class:`BlockSequencer`
   (``text``, ``reasoning``, ``tool_call``, ``end``, ``finish``) and returns the
   chunks they released, and which sets ``finished`` when it saw the provider's
-  terminal event.
+  terminal event. The shipped ones split ``event`` into ``decode`` + ``handle``
+  and declare, as data, the kinds of event they map and those they ignore on
+  purpose (wire coverage: ``dsh_replay/wire/coverage.py``).
 
 The adapter class names them (``build_request``, ``translator_class``) and its
 body framing (``decoder_class``: SSE or NDJSON). :class:`HttpAdapter.stream`
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -33,7 +34,7 @@ import orjson
 from ..errors import ConfigError, MalformedStreamError, ProviderError, StreamInterruptedError
 from ..protocol.adapter import LlmAdapter
 from ..protocol.chunks import StreamChunk, Usage
-from ..protocol.fields import is_header_name, shown
+from ..protocol.fields import shown
 from ..protocol.options import GenerateOptions
 from ..wire.ndjson import NDJSONDecoder
 from ..wire.provider_errors import error_from_payload
@@ -44,9 +45,10 @@ from ..wire.transport import (
     Decoder,
     RetryPolicy,
     StreamRequest,
-    check_seconds,
     stream_events,
 )
+from ._checks import check_api_key, check_base_url, check_options, checked_headers
+from ._coverage import StreamMeter, metered
 
 __all__ = [
     "CutAwareNDJSONDecoder",
@@ -185,15 +187,22 @@ class Translator(abc.ABC, Generic[EventT]):
     """Per-stream state of one provider's event mapping.
 
     One instance per stream, with ``self.seq`` (its :class:`BlockSequencer`) and
-    ``self.route``. Override :meth:`event`; call :meth:`finish` on the terminal
+    ``self.route``. Override :meth:`event` (or :meth:`decode` + :meth:`handle`); call :meth:`finish` on the terminal
     event only (a body that ends without it raises :class:`StreamInterruptedError`);
     ``raise self.error(payload)`` for an error event. Example::
 
         class CohereTranslator(Translator[SSEEvent]):
             terminal_event = "message-end"  # named when the body ends early
+            mapped_kinds = frozenset({"content-delta", "message-end"})  # optional: wire coverage
+            ignored_kinds = {"message-start": "carries only the generation id"}
 
-            def event(self, event: SSEEvent) -> list[StreamChunk]:
-                payload = parse_json(event.data, route=self.route)
+            def decode(self, event: SSEEvent) -> Any:
+                return parse_json(event.data, route=self.route)
+
+            def kinds_in(self, payload: Any, event: SSEEvent) -> tuple[str, ...]:
+                return (payload["type"],)
+
+            def handle(self, payload: Any, event: SSEEvent) -> list[StreamChunk]:
                 if payload["type"] == "content-delta":
                     return self.seq.text(payload["delta"]["message"]["content"]["text"])
                 if payload["type"] == "message-end":
@@ -204,13 +213,48 @@ class Translator(abc.ABC, Generic[EventT]):
     #: what the provider sends last; named in the error when the body ends early
     terminal_event: ClassVar[str] = "its terminal event"
 
+    # -- wire coverage (dsh_replay/wire/coverage.py) --------------------------------
+    #: the kinds of event this translator maps (see :meth:`kinds_in`); None: it declares
+    #: nothing, and its streams are counted but not judged
+    mapped_kinds: ClassVar[frozenset[str] | None] = None
+    #: kinds it ignores on purpose, each with a one-line reason; any other kind is "unmapped"
+    ignored_kinds: ClassVar[Mapping[str, str]] = {}
+    #: field paths it passes on whole (tool arguments): everything below them counts as read
+    whole_fields: ClassVar[frozenset[str]] = frozenset()
+
     def __init__(self, route: str, sequencer: BlockSequencer) -> None:
         self.route = route
         self.seq = sequencer
 
-    @abc.abstractmethod
     def event(self, event: EventT) -> list[StreamChunk]:
-        """Translate one decoded event into the chunks it releases."""
+        """Translate one decoded event into the chunks it releases: ``handle(decode(event), event)``.
+
+        Override this alone, or :meth:`decode` and :meth:`handle` (the shipped
+        translators do: wire coverage then names the kind of each payload,
+        :meth:`kinds_in`, between the two, without parsing it twice).
+        """
+        return self.handle(self.decode(event), event)
+
+    def decode(self, event: EventT) -> Any:
+        """The payload of ``event`` (parsed JSON for SSE translators); the event itself by default."""
+        return event
+
+    def handle(self, payload: Any, event: EventT) -> list[StreamChunk]:
+        """Translate one decoded payload (see :meth:`event`)."""
+        raise NotImplementedError(f"{type(self).__name__} must override event(), or decode() and handle()")
+
+    def kinds_in(self, payload: Any, event: EventT) -> tuple[str, ...]:
+        """The kinds of event ``payload`` is, as ``mapped_kinds`` and ``ignored_kinds`` name them.
+
+        One for typed wires (the ``type``, or the SSE event name); an event of a
+        shape-based wire may carry several (a text part and a finish reason).
+        """
+        name = getattr(event, "event", None)
+        return (name,) if isinstance(name, str) else ("event",)
+
+    def kind_of(self, event: EventT) -> str:
+        """The (first) kind of ``event``: ``translator.kind_of(SSEEvent(data='{"type": "ping"}'))`` is ``"ping"``."""
+        return self.kinds_in(self.decode(event), event)[0]
 
     def end(self) -> list[StreamChunk]:
         """The body ended; return final chunks or raise when it ended too early."""
@@ -274,19 +318,19 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
         headers: Mapping[str, str] | None = None,
     ) -> None:
         owner = type(self).__name__
-        _check_api_key(owner, api_key, required=self.requires_api_key)
+        check_api_key(owner, api_key, required=self.requires_api_key)
         base = base_url or self.default_base_url
         if not base:
             raise ConfigError(f"{owner} (route {self.route!r}) needs a base_url")
-        _check_base_url(owner, base)
-        _check_options(owner, client, drop_reasoning, retry, read_timeout)
+        check_base_url(owner, base)
+        check_options(owner, client, drop_reasoning, retry, read_timeout)
         self.api_key = api_key
         self.base_url = base.rstrip("/")
         self.client = client
         self.drop_reasoning = drop_reasoning
         self.retry = retry
         self.read_timeout = read_timeout
-        self.extra_headers = _checked_headers(owner, headers)
+        self.extra_headers = checked_headers(owner, headers)
 
     def __repr__(self) -> str:
         # never the key
@@ -315,16 +359,37 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
             )
         request = self.build_request(options)
         translator = self.translator(BlockSequencer(drop_reasoning=self.drop_reasoning))
-        events = stream_events(
-            self.client, request, self.decoder(), retry=self.retry, read_timeout=self.read_timeout
-        )
+        # with no collect_coverage block around, the meter is None and the events go straight through
+        decoder, meter = metered(translator, self.decoder())
+        events = stream_events(self.client, request, decoder, retry=self.retry, read_timeout=self.read_timeout)
+        # Counting an event by its kinds is inlined here, not a call, as it runs once per event; a
+        # run of events of the same (prepared) kinds tuple is counted in a local until it ends.
+        counts = meter.counts if meter is not None and meter.inline else None
+        decode, kinds_in, handle = translator.decode, translator.kinds_in, translator.handle
+        last: tuple[str, ...] = ()
+        run = 0
         try:
             async with contextlib.aclosing(events):
                 async for event in events:
-                    for chunk in translator.event(event):
+                    if counts is None:
+                        chunks = translator.event(event) if meter is None else meter.step(event)
+                    else:
+                        payload = decode(event)
+                        kinds = kinds_in(payload, event)
+                        if kinds is last:
+                            run += 1
+                        else:
+                            counts[last], run, last = counts.get(last, 0) + run, 0, kinds
+                            try:
+                                counts[kinds] += 1
+                            except KeyError:  # a tuple of kinds new to the stream
+                                assert meter is not None
+                                meter.first_seen(kinds, event)
+                        chunks = handle(payload, event)
+                    for chunk in chunks:
                         yield chunk
                     if translator.finished:
-                        await _drain(events)
+                        await _drain(events, meter)
                         return
                 for chunk in translator.end():
                     yield chunk
@@ -332,84 +397,12 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
             if exc.route is None:
                 exc.route = self.route
             raise
+        finally:
+            if meter is not None:
+                meter.close(last, run)
 
 
-# -- constructor checks ------------------------------------------------------------------
-# Bad arguments fail here, as ConfigError naming the argument, rather than later
-# inside httpx as an AttributeError or a "stream interrupted" that hides the cause.
-
-# What may stand in an HTTP header value as httpx sends it (ASCII, no CR/LF: a line
-# break would start a forged header).
-_HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
-# Every provider's keys are printable ASCII without spaces (sk-..., AIza...).
-_API_KEY = re.compile(r"[\x21-\x7e]+")
-
-
-def _check_api_key(owner: str, api_key: object, *, required: bool) -> None:
-    # None or "" is "no key" (allowed for local servers); never echo a key in a message.
-    if api_key is None or api_key == "":
-        if required:
-            raise ConfigError(f"{owner} needs an api_key")
-        return
-    if not isinstance(api_key, str):
-        raise ConfigError(f"{owner}: api_key must be a str, got {type(api_key).__name__}")
-    if not _API_KEY.fullmatch(api_key):
-        raise ConfigError(
-            f"{owner}: api_key must be printable ASCII with no spaces or line breaks "
-            "(the key is not shown here); check for a stray newline or quote"
-        )
-
-
-def _check_base_url(owner: str, base: object) -> None:
-    url = None
-    # httpx percent-encodes a space rather than refusing it; a newline from an env file
-    # would end up inside every request path.
-    if isinstance(base, str) and not any(char.isspace() for char in base):
-        with contextlib.suppress(httpx.InvalidURL):
-            url = httpx.URL(base)
-    if url is None or url.scheme not in ("http", "https") or not url.host:
-        # a user:password in a mistyped URL is still a credential: mask it
-        masked = re.sub(r"//[^/@]*@", "//***@", base) if isinstance(base, str) else base
-        raise ConfigError(
-            f"{owner}: base_url must be an http(s) URL with a host, "
-            f"e.g. 'https://api.example.com/v1', got {shown(masked)}"
-        )
-
-
-def _check_options(
-    owner: str, client: object, drop_reasoning: object, retry: object, read_timeout: object
-) -> None:
-    if client is not None and not isinstance(client, httpx.AsyncClient):
-        kind = type(client).__name__
-        raise ConfigError(f"{owner}: client must be an httpx.AsyncClient or None, got {kind}")
-    if not isinstance(drop_reasoning, bool):
-        raise ConfigError(f"{owner}: drop_reasoning must be True or False, got {shown(drop_reasoning)}")
-    if not isinstance(retry, RetryPolicy):
-        raise ConfigError(
-            f"{owner}: retry must be a RetryPolicy, got {shown(retry)}; leave it out "
-            "for the default or pass RetryPolicy(max_retries=0) for none"
-        )
-    check_seconds(owner, "read_timeout", read_timeout, allow_zero=False)
-
-
-def _checked_headers(owner: str, headers: object) -> dict[str, str]:
-    if headers is None:
-        return {}
-    if not isinstance(headers, Mapping):
-        kind = type(headers).__name__
-        raise ConfigError(f"{owner}: headers must be a mapping of str to str, got {kind}")
-    for name, value in headers.items():
-        if not is_header_name(name):
-            raise ConfigError(f"{owner}: headers has a name that is not a valid header name: {shown(name)}")
-        # The value may be a credential (a proxy's key): name the header, never show the value.
-        if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
-            raise ConfigError(
-                f"{owner}: headers[{name!r}] must be a str of printable ASCII with no line breaks"
-            )
-    return dict(headers)
-
-
-async def _drain(events: AsyncIterator[Any]) -> None:
+async def _drain(events: AsyncIterator[Any], meter: StreamMeter | None = None) -> None:
     """Read what follows the terminal event (normally nothing but the end of the body).
 
     Events after the terminal one are ignored, but reading the body to its end
@@ -417,7 +410,8 @@ async def _drain(events: AsyncIterator[Any]) -> None:
     response was complete. A failure this late changes nothing: every chunk is out.
     """
     try:
-        async for _ in events:
-            pass
+        async for event in events:
+            if meter is not None:
+                meter.after_terminal(event)
     except ProviderError:
         pass

@@ -40,6 +40,10 @@ Event mapping (https://docs.anthropic.com/en/docs/build-with-claude/streaming):
   ``max_tokens`` cut inside tool JSON — is closed with the partial arguments as
   they came (never repaired): the validator's P7j flags it, and
   ``raw="max_tokens"`` tells the harness why.
+- Wire coverage: events are known by ``type``, block starts and deltas also
+  by the block's or delta's own type (``content_block_start:server_tool_use``);
+  ``mapped_kinds`` / ``ignored_kinds`` declare which are translated and which
+  skipped on purpose, with why.
 - ``event: error`` raises the typed error (``overloaded_error`` →
   :class:`OverloadedError` …); ``ping`` and unknown event types are ignored, as
   https://docs.anthropic.com/en/api/versioning asks; a second ``message_start`` is ignored. A body that
@@ -49,7 +53,7 @@ Event mapping (https://docs.anthropic.com/en/docs/build-with-claude/streaming):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import orjson
@@ -69,6 +73,7 @@ from ._base import (
     merge_extra,
     parse_json,
 )
+from ._coverage import kind_tables
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicAdapter"]
 
@@ -142,10 +147,40 @@ def _turn(message: Message) -> dict[str, Any]:
 # -- event mapping ---------------------------------------------------------------
 
 
+_SKIPPED = "content_block_delta/stop of a skipped block"
+_OF_SKIPPED = (_SKIPPED,)
+#: the events known also by the type of what they carry (the block, the delta), and where that type is
+_TYPED = {"content_block_start": "content_block", "content_block_delta": "delta"}
+#: block types run by Anthropic itself (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/overview)
+_SERVER_BLOCKS = (
+    "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+    "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "mcp_tool_use",
+    "mcp_tool_result", "tool_search_tool_result",
+)
+
+
 class AnthropicTranslator(Translator[SSEEvent]):
     """Per-stream state of the Messages event mapping (see the module docstring)."""
 
     terminal_event = "message_stop"
+    mapped_kinds = frozenset({
+        "message_start", "content_block_stop", "message_delta", "message_stop", "error",
+        "content_block_start:text", "content_block_start:thinking", "content_block_start:tool_use",
+        "content_block_delta:text_delta", "content_block_delta:thinking_delta",
+        "content_block_delta:signature_delta", "content_block_delta:input_json_delta",
+    })
+    ignored_kinds: ClassVar[Mapping[str, str]] = {
+        "ping": "a keep-alive",
+        "content_block_start:redacted_thinking": "encrypted thinking: no readable text for a reasoning block",
+        _SKIPPED: "a delta or stop of a block skipped on purpose (server tool, redacted thinking)",
+        "content_block_delta:citations_delta": "a citation; the protocol has no place for it, "
+                                               "the cited text itself arrives as text_delta",
+        **{f"content_block_start:{block}": "a server-side tool Anthropic runs itself; not the harness's to run"
+           for block in _SERVER_BLOCKS},
+    }
+    #: a tool_use block's input, when a server sends it whole in the start event
+    whole_fields = frozenset({"content_block.input"})
+
 
     def __init__(self, route: str, sequencer: BlockSequencer) -> None:
         super().__init__(route, sequencer)
@@ -166,12 +201,29 @@ class AnthropicTranslator(Translator[SSEEvent]):
             "error": self._error,
         }
 
-    def event(self, event: SSEEvent) -> list[StreamChunk]:
+    def decode(self, event: SSEEvent) -> Any:
         payload = parse_json(event.data, route=self.route)
         if not isinstance(payload, dict):
             raise MalformedStreamError(
                 f"event is not a JSON object: {event.data[:80]!r}", raw=event.data.encode(), route=self.route
             )
+        return payload
+
+    def kinds_in(self, payload: Any, event: SSEEvent) -> tuple[str, ...]:
+        # once per event while coverage is collected: answers come from prepared tables
+        kind = payload.get("type") or event.event
+        nested = _NESTED.get(kind)
+        if nested is None:
+            if kind == "content_block_stop" and payload.get("index") not in self._blocks:
+                return _OF_SKIPPED
+            return _PLAIN.get(kind) or (str(kind),)
+        if kind == "content_block_delta" and payload.get("index") not in self._blocks:
+            return _OF_SKIPPED  # whatever its type: the block it belongs to was skipped on purpose
+        inner = payload.get(nested[0])
+        sort = inner.get("type") if type(inner) is dict else None
+        return nested[1].get(sort) or ((f"{kind}:{sort}",) if isinstance(sort, str) and sort else (kind,))
+
+    def handle(self, payload: Any, event: SSEEvent) -> list[StreamChunk]:
         kind = payload.get("type") or event.event
         handler = self._handlers.get(kind)
         return handler(payload) if handler is not None else []
@@ -259,6 +311,9 @@ class AnthropicTranslator(Translator[SSEEvent]):
             value = count(usage.get(name))
             if value is not None:
                 self._usage[name] = value
+
+
+_PLAIN, _NESTED = kind_tables((*AnthropicTranslator.mapped_kinds, *AnthropicTranslator.ignored_kinds), _TYPED)
 
 
 def _str(value: object) -> str:

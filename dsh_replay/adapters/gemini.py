@@ -52,6 +52,10 @@ Event mapping: every SSE event is a whole ``GenerateContentResponse``
   ends without one raises :class:`StreamInterruptedError`. A prompt blocked
   before any candidate (``promptFeedback.blockReason``) ends the turn with that
   reason as ``raw``.
+- Wire coverage: a chunk's kinds are its parts (``part.text``,
+  ``part.functionCall``, ``part.inlineData`` …, named by their data field), the
+  candidate's ``finishReason`` and metadata (``groundingMetadata`` …),
+  ``usageMetadata`` and ``promptFeedback``.
 - An ``error`` object in the stream raises the typed error; a body cut inside
   an event raises :class:`StreamInterruptedError`, a whole event that is not
   JSON :class:`MalformedStreamError`.
@@ -59,8 +63,6 @@ Event mapping: every SSE event is a whole ``GenerateContentResponse``
 
 from __future__ import annotations
 
-import itertools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -84,6 +86,7 @@ from ._base import (
     nonempty_str,
     parse_json,
 )
+from ._vertex_args import apply_partial
 
 __all__ = ["GeminiAdapter"]
 
@@ -164,10 +167,49 @@ class _StreamedCall:
     args: dict[str, Any] = field(default_factory=dict)
 
 
+_CANDIDATE_KINDS = frozenset({"finishReason", "groundingMetadata", "citationMetadata", "urlContextMetadata"})
+_PART_META = frozenset({"text", "thought", "thoughtSignature", "partMetadata"})
+_NOTHING_KINDS = ("chunk without candidate or usage",)
+_TEXT_AND_USAGE = ("part.text", "usageMetadata")
+_SERVER_CODE = "Gemini's own code execution (run server-side); its result reaches the answer text"
+_SOURCES = "sources behind the answer; the protocol has no place for them, the text itself is translated"
+
+
+def _part_kind(part: object) -> str:
+    """``part.text``, ``part.thought``, ``part.functionCall``, ``part.thoughtSignature`` (alone), or ``part.<data key>``."""
+    if type(part) is not dict:
+        return "part"
+    if len(part) == 1 and "text" in part:
+        return "part.text"  # nearly every part
+    if part.get("thought") is True:
+        return "part.thought"
+    other = next((key for key in part if key not in _PART_META), None)
+    if other is not None:
+        return f"part.{other}"
+    if not part.get("text") and part.get("thoughtSignature"):
+        return "part.thoughtSignature"
+    return "part.text"
+
+
 class GeminiTranslator(Translator[SSEEvent]):
     """Per-stream state of the Gemini event mapping (see the module docstring)."""
 
     terminal_event = "a chunk with a finishReason"
+    mapped_kinds = frozenset({
+        "part.text", "part.thought", "part.functionCall", "part.thoughtSignature", "finishReason",
+        "promptFeedback", "usageMetadata", "error",
+    })
+    ignored_kinds: ClassVar[Mapping[str, str]] = {
+        "part.executableCode": _SERVER_CODE,
+        "part.codeExecutionResult": _SERVER_CODE,
+        "groundingMetadata": _SOURCES,
+        "citationMetadata": _SOURCES,
+        "urlContextMetadata": _SOURCES,
+        "candidates[index>0]": "another candidate; the harness asks for one, candidate 0 is translated",
+        "chunk without candidate or usage": "nothing the protocol carries",
+    }
+    #: a whole functionCall's args object becomes the call's arguments as it is
+    whole_fields = frozenset({"candidates[].content.parts[].functionCall.args"})
 
     def __init__(self, route: str, sequencer: BlockSequencer) -> None:
         super().__init__(route, sequencer)
@@ -177,12 +219,48 @@ class GeminiTranslator(Translator[SSEEvent]):
         self._streamed: _StreamedCall | None = None
         self._signed = False  # the open reasoning run already has its signature
 
-    def event(self, event: SSEEvent) -> list[StreamChunk]:
+    def decode(self, event: SSEEvent) -> Any:
         payload = parse_json(event.data, route=self.route)
         if not isinstance(payload, dict):
             raise MalformedStreamError(
                 f"event is not a JSON object: {event.data[:80]!r}", raw=event.data.encode(), route=self.route
             )
+        return payload
+
+    def kinds_in(self, payload: Any, event: SSEEvent) -> tuple[str, ...]:
+        # Once per event while coverage is collected, so the usual chunk (one candidate, one
+        # text part, usage, nothing else) is answered first, by a prepared tuple.
+        try:
+            (candidate,) = payload["candidates"]
+            (part,) = candidate["content"]["parts"]
+            if (len(part) == 1 and part["text"] is not None and candidate.keys().isdisjoint(_CANDIDATE_KINDS)
+                    and "usageMetadata" in payload and "error" not in payload and "promptFeedback" not in payload):
+                return _TEXT_AND_USAGE
+        except (TypeError, ValueError, KeyError, AttributeError):
+            pass  # not the usual shape
+        return self._chunk_kinds(payload)
+
+    def _chunk_kinds(self, payload: Mapping[str, Any]) -> tuple[str, ...]:
+        """The kinds of any chunk: its parts, the candidate's metadata, usage, prompt feedback."""
+        if "error" in payload:
+            return ("error",)
+        kinds: list[str] = []
+        candidates = payload.get("candidates")
+        if type(candidates) is list and candidates:
+            if len(candidates) > 1:
+                kinds.append("candidates[index>0]")
+            candidate = candidates[0]
+            if type(candidate) is dict:
+                for key, value in candidate.items():
+                    if key == "content":
+                        parts = value.get("parts") if type(value) is dict else None
+                        kinds += map(_part_kind, parts) if type(parts) is list else ()
+                    elif key in _CANDIDATE_KINDS and value:
+                        kinds.append(key)
+        kinds += [key for key in ("usageMetadata", "promptFeedback") if key in payload]
+        return tuple(kinds) if kinds else _NOTHING_KINDS
+
+    def handle(self, payload: Any, event: SSEEvent) -> list[StreamChunk]:
         if "error" in payload:
             raise self.error(payload)
         self._take_usage(payload.get("usageMetadata"))
@@ -258,7 +336,7 @@ class GeminiTranslator(Translator[SSEEvent]):
         if self._streamed is None:
             raise MalformedStreamError(f"partial functionCall before its name: {call}", route=self.route)
         for partial in call.get("partialArgs") or ():
-            _apply_partial(self._streamed.args, partial, self.route)
+            apply_partial(self._streamed.args, partial, self.route)
         if not call.get("willContinue"):
             out += self._complete_streamed()
         return out
@@ -281,59 +359,6 @@ class GeminiTranslator(Translator[SSEEvent]):
             value = count(metadata.get(name))
             if value is not None:
                 self._usage[name] = value
-
-
-# -- Vertex partialArgs ------------------------------------------------------------
-
-# RFC 9535 paths as Vertex sends them: $.a.b, $.a[0], $['a b']
-_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
-
-
-def _apply_partial(args: dict[str, Any], partial: object, route: str) -> None:
-    """Set one ``PartialArg`` into ``args``; string pieces of one path concatenate."""
-    path = partial.get("jsonPath") if isinstance(partial, dict) else None
-    if not isinstance(partial, dict) or not isinstance(path, str) or not path.startswith("$"):
-        raise MalformedStreamError(f"partialArgs entry without a jsonPath: {partial}", route=route)
-    steps: list[str | int] = []
-    for match in _STEP.finditer(path, 1):
-        name, index, single, double = match.groups()
-        steps.append(int(index) if index is not None else name or single or double or "")
-    if not steps:
-        raise MalformedStreamError(f"partialArgs jsonPath {path!r} names no argument", route=route)
-    container: Any = args
-    for step, following in itertools.pairwise(steps):
-        container = _child(container, step, [] if isinstance(following, int) else {})
-    last = steps[-1]
-    if "stringValue" in partial:
-        previous = _get(container, last)
-        value: Any = (previous if isinstance(previous, str) else "") + str(partial["stringValue"])
-    elif "numberValue" in partial:
-        value = partial["numberValue"]
-    elif "boolValue" in partial:
-        value = partial["boolValue"]
-    else:
-        value = None  # nullValue
-    _child(container, last, value, replace=True)
-
-
-def _get(container: Any, step: str | int) -> Any:
-    if isinstance(step, int):
-        return container[step] if isinstance(container, list) and step < len(container) else None
-    return container.get(step) if isinstance(container, dict) else None
-
-
-def _child(container: Any, step: str | int, default: Any, *, replace: bool = False) -> Any:
-    if isinstance(step, int) and isinstance(container, list):
-        while len(container) <= step:
-            container.append(None)
-        if replace or container[step] is None:
-            container[step] = default
-        return container[step]
-    if isinstance(step, str) and isinstance(container, dict):
-        if replace or step not in container:
-            container[step] = default
-        return container[step]
-    raise MalformedStreamError(f"partialArgs path step {step!r} does not fit {type(container).__name__}")
 
 
 # -- adapter -------------------------------------------------------------------------

@@ -32,6 +32,9 @@ Event mapping, one JSON object per line:
   finish with ``raw`` = ``done_reason`` (``stop``, ``length``, ``load`` …).
   Ollama says ``stop`` even after tool calls; the finish kind is the
   sequencer's (``tool-calls`` iff a call was emitted, P10).
+- Wire coverage: a line's kinds are what it carries: each non-empty
+  ``message.<field>`` (``message.images`` would be unmapped), the
+  ``/api/generate`` fields, ``context`` and ``done``.
 - An ``{"error": "..."}`` line raises. Ollama writes it when generation fails
   after the 200 status was sent, i.e. a server-side failure, so an error the
   payload does not classify becomes a :class:`ServerError` (no status attached:
@@ -41,7 +44,7 @@ Event mapping, one JSON object per line:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import orjson
@@ -117,38 +120,64 @@ def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 # -- event mapping ---------------------------------------------------------------
 
 
+_EMPTY: tuple[object, ...] = (None, "", [], {})
+
+
 class OllamaTranslator(Translator[object]):
     """Per-stream state of the Ollama event mapping (see the module docstring)."""
 
     terminal_event = 'the line with "done": true'
+    mapped_kinds = frozenset({
+        "message.content", "message.thinking", "message.tool_calls", "response", "thinking", "done", "error",
+    })
+    ignored_kinds: ClassVar[Mapping[str, str]] = {
+        "context": "/api/generate's conversation state (token ids) to send back, not output",
+        "line without content": "nothing in it: Ollama sends empty content lines",
+    }
+    #: a call's arguments object becomes the call's arguments as it is
+    whole_fields = frozenset({"message.tool_calls[].function.arguments"})
 
     def __init__(self, route: str, sequencer: BlockSequencer) -> None:
         super().__init__(route, sequencer)
         self._calls = 0
 
-    def event(self, event: object) -> list[StreamChunk]:
+    def decode(self, event: object) -> Any:
         if not isinstance(event, dict):
             raise MalformedStreamError(f"NDJSON line is not a JSON object: {str(event)[:80]}", route=self.route)
-        if "error" in event:
-            raise self._stream_error(event)
-        message = event.get("message")
+        return event
+
+    def kinds_in(self, payload: Any, event: object) -> tuple[str, ...]:
+        if "error" in payload:
+            return ("error",)
+        message = payload.get("message")
+        kinds = [f"message.{key}" for key, value in (message.items() if isinstance(message, dict) else ())
+                 if key != "role" and value not in _EMPTY]
+        kinds += [key for key in ("response", "thinking", "context") if payload.get(key) not in _EMPTY]
+        if payload.get("done") is True:
+            kinds.append("done")
+        return tuple(kinds) or ("line without content",)
+
+    def handle(self, payload: Any, event: object) -> list[StreamChunk]:
+        if "error" in payload:
+            raise self._stream_error(payload)
+        message = payload.get("message")
         message = message if isinstance(message, dict) else {}
         out: list[StreamChunk] = []
-        thinking = message.get("thinking", event.get("thinking"))
+        thinking = message.get("thinking", payload.get("thinking"))
         if isinstance(thinking, str):
             out += self.seq.reasoning(thinking)
-        content = message.get("content", event.get("response"))
+        content = message.get("content", payload.get("response"))
         if isinstance(content, str):
             out += self.seq.text(content)
         calls = message.get("tool_calls")
         for call in calls if isinstance(calls, list) else ():
             out += self._tool_call(call)
-        if event.get("done") is True:
+        if payload.get("done") is True:
             usage = Usage(
-                input_tokens=count(event.get("prompt_eval_count")) or 0,
-                output_tokens=count(event.get("eval_count")) or 0,
+                input_tokens=count(payload.get("prompt_eval_count")) or 0,
+                output_tokens=count(payload.get("eval_count")) or 0,
             )
-            reason = event.get("done_reason")
+            reason = payload.get("done_reason")
             out += self.finish(usage, reason if isinstance(reason, str) else None)
         return out
 

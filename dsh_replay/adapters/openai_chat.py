@@ -29,6 +29,13 @@ its ``extra_content`` (a thought signature) has no place in the protocol. A
 ``finish_reason`` of ``stop`` after tool calls (Gemini) still finishes
 ``tool-calls``: the sequencer decides the kind for every route (P10).
 
+Wire coverage: a chunk's kinds are what it carries — each non-empty
+``delta.<field>`` of choice 0 (``delta.content``, ``delta.tool_calls`` …), its
+``finish_reason``, a ``usage``, another choice — plus ``[DONE]`` and
+``error``; what rides beside them (``logprobs``, ``obfuscation``) shows as
+fields (``trace --coverage``). A delta field no dialect seen so far sends
+(``delta.audio``, the legacy ``delta.function_call``) is unmapped.
+
 When finish is emitted
 ----------------------
 At ``data: [DONE]``, the stream's terminal event, with the last finish reason
@@ -64,6 +71,7 @@ from ._base import (
     nonempty_str,
     parse_json,
 )
+from ._chat_kinds import DONE, NOTHING, OTHER_CHOICE, chunk_kinds
 
 __all__ = [
     "ChatTranslator",
@@ -137,10 +145,26 @@ def chat_usage(payload: Mapping[str, Any]) -> Usage | None:
     )
 
 
+
+
 class ChatTranslator(Translator[SSEEvent]):
     """Chat Completions chunks → sequencer calls (see the module docstring)."""
 
     terminal_event = "`data: [DONE]` (or a finish_reason and the usage before the body ended)"
+    mapped_kinds = frozenset({
+        DONE, "error", "finish_reason", "usage", "delta.content", "delta.tool_calls", "delta.refusal",
+        "delta.reasoning_content", "delta.reasoning", "delta.reasoning_details",
+    })
+    ignored_kinds: ClassVar[Mapping[str, str]] = {
+        "delta.role": "always assistant",
+        # Groq, gpt-oss: the harmony channel ("analysis", "final") each reasoning or content piece
+        # belongs to; the piece itself rides in delta.reasoning / delta.content of the same chunk
+        "delta.channel": "the gpt-oss channel name beside a reasoning or content piece, which is mapped",
+        OTHER_CHOICE: "another choice (n > 1); the protocol has one generation per stream, choice 0's",
+        NOTHING: "nothing the protocol carries (an empty or metadata-only chunk)",
+    }
+    #: a few servers send a call's arguments as an object, passed on as its JSON text
+    whole_fields = frozenset({"choices[].delta.tool_calls[].function.arguments"})
 
     def __init__(self, route: str, sequencer: BlockSequencer) -> None:
         super().__init__(route, sequencer)
@@ -151,13 +175,21 @@ class ChatTranslator(Translator[SSEEvent]):
         self._by_id: dict[str, Hashable] = {}
         self._id_of: dict[Hashable, str] = {}
 
-    def event(self, event: SSEEvent) -> list[StreamChunk]:
-        if event.data.strip() == "[DONE]":
-            return self.finish(self._usage or _NO_USAGE, self._reason)
+    def decode(self, event: SSEEvent) -> Any:
+        if event.data.strip() == DONE:
+            return DONE
         payload = parse_json(event.data, route=self.route)
-        if not isinstance(payload, dict):
+        if type(payload) is not dict:
             raw = event.data.encode()
             raise MalformedStreamError(f"a chunk is not a JSON object: {raw[:80]!r}", raw=raw, route=self.route)
+        return payload
+
+    #: what a chunk carries (see the module docstring); a plain function, as it runs once per event
+    kinds_in = staticmethod(chunk_kinds)
+
+    def handle(self, payload: Any, event: SSEEvent) -> list[StreamChunk]:
+        if payload is DONE:
+            return self.finish(self._usage or _NO_USAGE, self._reason)
         # an error object, in an `event: error` block (Groq) or beside the choices (OpenRouter)
         if event.event == "error" or payload.get("error"):
             raise self.error(payload)

@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from ..protocol.adapter import LlmAdapter, LlmRegistry, unknown_route_message
 from ..seed_config import import_config_module, load_plugins, read_config_text
 
-__all__ = ["OFFLINE_KEY", "RouteTable"]
+__all__ = ["OFFLINE_KEY", "RouteTable", "pyproject_table"]
 
 #: the key given to adapters built for replay; shaped so no scanner mistakes it
 OFFLINE_KEY = "dsh-replay-offline"
@@ -56,19 +56,18 @@ def import_target(spec: str, where: str) -> Callable[..., Any]:
     return target  # type: ignore[no-any-return]
 
 
-def _routes_table(path: Path) -> Mapping[str, Any]:
-    """``[tool.dsh_replay.routes]`` of the pyproject at ``path``, empty when absent."""
+def pyproject_table(path: Path, keys: tuple[str, ...] = _ROUTES_TABLE) -> Mapping[str, Any]:
+    """The table ``keys`` names (``[tool.dsh_replay.routes]``) in the pyproject at ``path``, empty when absent."""
     try:
         table: Mapping[str, Any] = tomllib.loads(read_config_text(path, str(path)))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    for depth, key in enumerate(_ROUTES_TABLE, 1):
+    for depth, key in enumerate(keys, 1):
         node = table.get(key, {})
         if not isinstance(node, Mapping):
-            raise ConfigError(
-                f"{path}: [{'.'.join(_ROUTES_TABLE[:depth])}] must be a table; got {reprlib.repr(node)}. "
-                'Routes are configured as [tool.dsh_replay.routes] "route" = "package.module:AdapterClass"'
-            )
+            hint = ('. Routes are configured as [tool.dsh_replay.routes] "route" = "package.module:AdapterClass"'
+                    if keys == _ROUTES_TABLE else "")
+            raise ConfigError(f"{path}: [{'.'.join(keys[:depth])}] must be a table; got {reprlib.repr(node)}{hint}")
         table = node
     return table
 
@@ -98,7 +97,7 @@ class RouteTable:
         return table
 
     def _add_pyproject(self, path: Path) -> None:
-        routes = _routes_table(path)
+        routes = pyproject_table(path)
         folder = str(path.parent.resolve())
         if folder not in sys.path:
             # routes name the project's own modules, importable from its root

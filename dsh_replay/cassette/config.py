@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,13 +24,16 @@ from .matching import Matcher, body_matcher
 from .pacing import Fragmentation, parse_speed
 from .store import RecordMode
 
-__all__ = ["KEYS", "RecordingConfig", "activated", "active"]
+__all__ = ["KEYS", "MATCHERS", "PYPROJECT_KEYS", "RecordingConfig", "activated", "active", "matchers_named", "parse_match_on"]
 
 #: every key a configuration dict may hold
 KEYS = (
     "filter_headers", "filter_query_parameters", "filter_post_data_parameters", "before_record_request",
     "before_record_response", "match_on", "record_mode", "cassette_dir", "redact", "fragmentation", "speed",
 )
+
+#: the keys ``[tool.dsh_replay]`` in pyproject.toml may hold for ``serve``: those TOML can spell
+PYPROJECT_KEYS = ("match_on", "filter_headers", "filter_query_parameters", "filter_post_data_parameters", "redact")
 
 #: vcrpy's matcher names; ``body`` is ours (equal as JSON data, key order free)
 MATCHERS = ("method", "scheme", "host", "port", "path", "query", "uri", "headers", "body", "raw_body")
@@ -91,13 +94,32 @@ class RecordingConfig:
             ),
         )
 
+    @classmethod
+    def from_pyproject(cls, path: Path) -> RecordingConfig:
+        """:data:`PYPROJECT_KEYS` from ``[tool.dsh_replay]`` of the pyproject at ``path``; empty when it has none."""
+        from ..adapters.route_table import pyproject_table
+
+        if not path.is_file():
+            return cls()
+        table = pyproject_table(path, ("tool", "dsh_replay"))
+        return cls.from_mapping({key: table[key] for key in PYPROJECT_KEYS if key in table},
+                                f"{path} [tool.dsh_replay]")
+
     def matchers(self) -> list[Matcher] | None:
         """The matcher functions ``match_on`` names, or None for the default ones."""
-        if self.match_on is None:
-            return None
-        from vcr import matchers
+        return None if self.match_on is None else matchers_named(self.match_on)
 
-        return [body_matcher if name == "body" else getattr(matchers, name) for name in self.match_on]
+
+def matchers_named(names: Sequence[str]) -> list[Matcher]:
+    """The matcher functions of checked ``match_on`` names (:func:`parse_match_on`)."""
+    from vcr import matchers
+
+    return [body_matcher if name == "body" else getattr(matchers, name) for name in names]
+
+
+def parse_match_on(value: object, where: str) -> tuple[str, ...] | None:
+    """``value`` as ``match_on`` names (None when not given); a ``ConfigError`` naming ``where`` otherwise."""
+    return _match_on(value, where)
 
 
 def _rules(value: object, key: str, where: str) -> tuple[Rule, ...]:

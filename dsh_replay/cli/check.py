@@ -18,10 +18,13 @@ from ..adapters.route_table import RouteTable
 from ..cassette.files import unwritable_reason
 from ..cassette.golden import GOLDEN_SUFFIX
 from ..cassette.replay import AdapterCache, CaseResult
+from ..cassette.shard import Shard
 from ..errors import ConfigError, DshReplayError
+from ..wire.coverage import collect_coverage
 from .check_cases import collect_cases, find_cases, unreadable_folder
 from .check_outputs import Progress, github_annotations, write_junit_xml
 from .check_replay import replay_streamed
+from .check_shard import SHARD_HELP, parse_shard, shard_cases
 from .common import (
     FORCE_HELP,
     FRAGMENTATION_HELP,
@@ -32,6 +35,7 @@ from .common import (
     refuse_output,
     route_table,
 )
+from .coverage_text import coverage_fields, strict_rows, unmapped_section
 
 __all__ = ["find_cases", "render_table", "run_check"]
 
@@ -133,13 +137,14 @@ class _BatchRunner:
             replay = replay_streamed(path, self.routes, fragmentation=self.fragmentation, update_golden=self.update,
                                      adapters=self._adapters)
             try:
-                result = await _within(CASE_SECONDS, replay)
+                with collect_coverage() as seen:
+                    result = await _within(CASE_SECONDS, replay)
             except (TimeoutError, asyncio.TimeoutError):  # one class from 3.11 on
                 # an adapter awaiting what never comes: this case fails, the run goes on
                 result = CaseResult(cassette=path, short="hung", problem=(
                     f"no result after {CASE_SECONDS:.0f} s: the adapter waits for something a replay never "
                     "sends (a replay takes milliseconds)"))
-            report(path, _case_row(path, result))
+            report(path, _case_row(path, result) | coverage_fields(seen.streams))
 
     async def aclose(self) -> None:
         if self._adapters is not None:
@@ -277,6 +282,8 @@ def run_check(
     github: bool = False,
     force: bool = False,
     also_read: Mapping[str, Iterable[Path]] | None = None,
+    shard: Shard | None = None,
+    strict_coverage: bool = False,
 ) -> int:
     if update and os.environ.get("CI"):
         raise ConfigError(
@@ -297,10 +304,16 @@ def run_check(
         out.write(f"no cassettes with dsh_replay metadata and no goldens under {', '.join(paths)}"
                   f"{_skipped_note(skipped)}\n")
         return 1
+    # a shard that got no case (more jobs than cases) or only goldens is no failure: the others replay
+    whole, replayed_elsewhere = len(cassettes) + len(goldens), shard is not None and bool(cassettes)
+    if shard is not None:  # unreadable folders stay in every shard: each of them could be missing cases
+        cassettes, goldens = shard_cases(paths, cassettes, goldens, shard)
     table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
     meter = Progress(progress or sys.stderr, len(cassettes) + len(goldens))
     rows = _check_all(cassettes, goldens, table, fragmentation, update, meter, jobs)
     rows += (_unreadable_row(folder, reason) for folder, reason in unreadable)
+    if strict_coverage:
+        strict_rows(rows)
     failures = [row for row in rows if not row["ok"]]
     if junit is not None:
         write_junit_xml(junit, rows)
@@ -308,15 +321,19 @@ def run_check(
         # "where" serves the annotations; the JSON rows keep their documented fields
         cases = [{key: value for key, value in row.items() if key != "where"} for row in rows]
         alone = _golden_only(rows)
-        out.write(orjson.dumps({"cases": cases, "passed": len(rows) - len(failures) - alone, "failed": len(failures),
-                                "golden_only": alone}, option=orjson.OPT_INDENT_2).decode() + "\n")
+        counts: dict[str, Any] = {"passed": len(rows) - len(failures) - alone, "failed": len(failures), "golden_only": alone}
+        if shard is not None:
+            counts["shard"] = {"index": shard.index, "total": shard.total, "cases": len(rows), "all_cases": whole}
+        out.write(orjson.dumps({"cases": cases, **counts}, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        _write_table(out, rows, failures, skipped, quiet=quiet)
+        _write_table(out, rows, failures, skipped, quiet=quiet,
+                     counted=shard.describe(len(rows), whole) if shard is not None else None)
+        out.write(unmapped_section(rows))
     if github:
         # after JSON they would make stdout unparseable; the runner reads commands from stderr too
         ((progress or sys.stderr) if as_json else out).write(github_annotations(rows))
     # goldens alone test no adapter: a run that replayed nothing is no pass
-    return 1 if failures or len(rows) == _golden_only(rows) else 0
+    return 1 if failures or (len(rows) == _golden_only(rows) and not replayed_elsewhere) else 0
 
 
 def _golden_only(rows: Sequence[dict[str, Any]]) -> int:
@@ -324,7 +341,7 @@ def _golden_only(rows: Sequence[dict[str, Any]]) -> int:
 
 
 def _write_table(out: TextIO, rows: list[dict[str, Any]], failures: list[dict[str, Any]],
-                 skipped: Sequence[Path], *, quiet: bool) -> None:
+                 skipped: Sequence[Path], *, quiet: bool, counted: str | None = None) -> None:
     shown = failures if quiet else rows
     if shown:
         out.write(render_table(
@@ -336,7 +353,7 @@ def _write_table(out: TextIO, rows: list[dict[str, Any]], failures: list[dict[st
     total_chunks = sum(r["chunks"] for r in rows)
     alone = _golden_only(rows)
     passed = len(rows) - len(failures) - alone
-    out.write(f"{len(rows)} case(s), {total_chunks} chunks: {passed} passed, {len(failures)} failed"
+    out.write(f"{counted or f'{len(rows)} case(s)'}, {total_chunks} chunks: {passed} passed, {len(failures)} failed"
               f"{f', {alone} golden(s) only (rules checked, nothing replayed)' if alone else ''}"
               f"{_skipped_note(skipped)}\n")
     if alone and not passed and not failures:
@@ -372,10 +389,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--github", action="store_true",
                         help="also print a GitHub Actions ::error annotation per failing case")
     parser.add_argument("--force", action="store_true", help=FORCE_HELP.replace("FILE", "the --junit-xml FILE"))
+    parser.add_argument("--strict-coverage", action="store_true",
+                        help="fail a case whose provider stream has event kinds the adapter neither maps nor ignores")
+    parser.add_argument("--shard", default=None, metavar="K/N", help=SHARD_HELP)
     add_plugins(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return run_check(args.paths, out, update=args.update, fragmentation=args.fragmentation, as_json=args.json,
                      routes=route_table(args), progress=err, jobs=args.jobs, quiet=args.quiet,
-                     junit=args.junit_xml, github=args.github, force=args.force, also_read=config_inputs(args))
+                     junit=args.junit_xml, github=args.github, force=args.force, also_read=config_inputs(args),
+                     shard=parse_shard(args.shard), strict_coverage=args.strict_coverage)

@@ -120,12 +120,16 @@ def write_report(
 
 
 async def _views(cassettes: Sequence[Path], routes: RouteTable) -> list[CaseView]:
+    from dataclasses import replace
+
     from ..cassette.replay import replay_case
+    from ..wire.coverage import collect_coverage
 
     views = []
     for number, path in enumerate(cassettes, start=1):
-        result = await replay_case(path, routes)
-        views.append(await _view(f"case-{number}", path, result, routes))
+        with collect_coverage(detail=True) as seen:  # the page shows each call's event kinds
+            result = await replay_case(path, routes)
+        views.append(replace(await _view(f"case-{number}", path, result, routes), coverage=tuple(seen.streams)))
     return views
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from ..wire.coverage import WireCoverage
 from .report_svg import Event, Mark, Series, timeline_svg
 
 __all__ = ["Arrival", "CaseView", "render_page"]
@@ -44,6 +45,7 @@ ul.violations { color: #b91c1c; }
 table.fragments { font-family: ui-monospace, monospace; font-size: 12px; }
 table.fragments td.chunk { color: #374151; padding-left: 40px; }
 svg.timeline { max-width: 100%; height: auto; }
+table.coverage td.unmapped { color: #b91c1c; font-weight: 600; } table.coverage td.ignored { color: #6b7280; }
 """.strip()
 
 SCRIPT = """
@@ -111,6 +113,8 @@ class CaseView:
     raised: str = ""
     problem: str = ""
     note: str = ""
+    #: the wire coverage of each replayed call (one per stream an HttpAdapter translated)
+    coverage: tuple[WireCoverage, ...] = ()
 
     @property
     def chunks(self) -> int:
@@ -208,11 +212,30 @@ def _case_section(view: CaseView) -> str:
         parts.append(f'<pre class="problem">{escape(view.problem)}</pre>')
     if view.golden_detail and view.golden_detail != view.problem:
         parts.append(f'<pre class="golden">{escape(view.golden_detail)}</pre>')
+    parts += [_coverage_table(view, n) for n in range(len(view.coverage))]
     if view.arrivals:
         parts.append(f"<details><summary>fragments and the chunks they released</summary>{_fragment_rows(view)}"
                      "</details>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _coverage_table(view: CaseView, call: int) -> str:
+    """What the provider sent, by kind of event, and what the adapter does with each (mapped, ignored, unmapped)."""
+    stream = view.coverage[call]
+    which = f"call {call + 1}: " if len(view.coverage) > 1 else ""
+    if not stream.declared:
+        return f'<p class="coverage">{which}wire coverage: the translator declares no kinds ({stream.events} events)</p>'
+    rows = ['<tr><th>event kind</th><th class="number">count</th><th class="number">first line</th>'
+            "<th>status</th><th>why ignored</th></tr>"]
+    rows += [f'<tr><td>{escape(k.kind)}</td><td class="number">{k.count}</td>'
+             f'<td class="number">{"" if k.first_line is None else k.first_line}</td>'
+             f'<td class="{k.status}">{k.status}</td><td>{escape(k.reason)}</td></tr>' for k in stream.kinds]
+    unmapped = len(stream.unmapped)
+    title = (f"{which}wire coverage: {len(stream.kinds)} kind(s) in {stream.events} event(s)"
+             + (f", {unmapped} unmapped" if unmapped else ", none unmapped"))
+    opened = " open" if unmapped else ""
+    return f'<details class="coverage"{opened}><summary>{escape(title)}</summary><table class="coverage">{"".join(rows)}</table></details>'
 
 
 INDEX_COLUMNS = (("case", ""), ("route", ""), ("fragments", "number"), ("chunks", "number"), ("TTFB", "number"),

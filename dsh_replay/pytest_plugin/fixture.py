@@ -27,6 +27,8 @@ from ..protocol.adapter import LlmAdapter
 from ..protocol.chunks import StreamChunk
 from ..protocol.options import GenerateOptions
 from ..protocol.turn import Turn, collect
+from ..wire.coverage import collect_coverage
+from .coverage import strict_failure, verify_call, verify_target
 from .marker import MarkerOptions, cassette_name, cassette_path_for
 from .report import Tally
 from .settings import Settings
@@ -168,14 +170,16 @@ class DshReplay:
         self._tally.use(self.cassette_path, golden_path_for(self.cassette_path, call) if self.options.golden else None)
         recorded_before = session.recorded
         expect = self.options.expect_error if expect_error is None else expect_error
+        verify = self._config.record_mode is RecordMode.VERIFY
         try:
-            outcome = await run_adapter(
-                adapter,
-                options,
-                allow_interleaving=self.options.allow_interleaving,
-                json_arguments=self.options.json_arguments,
-                capture=Exception if expect else (),
-            )
+            with collect_coverage(fields=verify) as seen:
+                outcome = await run_adapter(
+                    adapter,
+                    options,
+                    allow_interleaving=self.options.allow_interleaving,
+                    json_arguments=self.options.json_arguments,
+                    capture=Exception if expect else (),
+                )
         except CassetteError as exc:
             # no recorded match, a corrupt cassette…: the message is the whole story
             raise _failure(str(exc)) from None
@@ -196,6 +200,9 @@ class DshReplay:
             # replayable without them too (collection, check)
             session.cassette.metadata.setdefault("follow_ups", []).append(options.to_json())
         self._check_outcome(outcome, expect=expect)
+        unmapped = self._tally.coverage.add(self.cassette_path, seen.streams)
+        if unmapped and self._settings.strict_coverage:
+            raise _failure(strict_failure(self.cassette_path, unmapped))
         if recorded:
             try:
                 session.cassette.check_secrets()
@@ -204,6 +211,13 @@ class DshReplay:
         self.turn = collect(outcome.chunks)
         if self.options.golden:
             self._judge(session.mask(outcome.golden_bytes()), recorded, call)
+        if verify:
+            target = verify_target(self._item.config, self.cassette_path, call)
+            drift = await verify_call(adapter, options, route, outcome, seen.streams, target, self.cassette_path)
+            self._tally.coverage.add_drift(self.cassette_path, drift, target)
+            if drift.breaking:
+                raise _failure(f"cassette {self.cassette_path}: the live answer changed shape (--record-mode=verify; "
+                               f"recorded into {target}):\n" + "\n".join(f"  {line}" for line in drift.lines()))
         return outcome.chunks
 
     @staticmethod

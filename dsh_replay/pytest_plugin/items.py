@@ -25,7 +25,10 @@ import pytest
 from ..adapters.route_table import RouteTable
 from ..cassette.golden import golden_path_for
 from ..cassette.replay import CaseResult, replay_case
+from ..cassette.store import RecordMode
 from ..errors import DshReplayError
+from ..wire.coverage import collect_coverage
+from .coverage import strict_failure, verify_case
 from .report import Tally
 from .settings import Settings
 
@@ -87,12 +90,14 @@ class CassetteItem(pytest.Item):
             routes = routes_for(config, settings)
         except DshReplayError as exc:
             raise CaseFailed(str(exc)) from None
-        result: CaseResult = asyncio.run(
-            replay_case(
-                self.path, routes, fragmentation=settings.fragmentation, speed=settings.speed,
-                update_golden=settings.update_golden,
+        with collect_coverage() as seen:
+            result: CaseResult = asyncio.run(
+                replay_case(
+                    self.path, routes, fragmentation=settings.fragmentation, speed=settings.speed,
+                    update_golden=settings.update_golden,
+                )
             )
-        )
+        unmapped = tally.coverage.add(self.path, seen.streams)
         for call in range(1, max(1, len(result.outcomes)) + 1):
             tally.use(self.path, golden_path_for(self.path, call))
         if result.outcomes:
@@ -101,6 +106,10 @@ class CassetteItem(pytest.Item):
             tally.counts[f"goldens_{result.golden}"] += 1
         if not result.ok:
             raise CaseFailed(f"{result.route} case {self.path}:\n{result.problem}")
+        if unmapped and settings.strict_coverage:
+            raise CaseFailed(strict_failure(self.path, unmapped))
+        if settings.record_mode is RecordMode.VERIFY:
+            verify_case(config, tally, self.path, routes)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailed):

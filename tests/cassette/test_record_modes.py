@@ -57,6 +57,11 @@ EXPECTED: dict[tuple[str, bool, str], Outcome] = {
     ("rewrite", True, N): Outcome(calls_server=True, raises=False, writes=True, interactions_after=1),
     ("rewrite", False, R): Outcome(calls_server=True, raises=False, writes=True, interactions_after=1),
     ("rewrite", False, N): Outcome(calls_server=True, raises=False, writes=True, interactions_after=1),
+    # a cassette block replays "verify" as "none": re-recording elsewhere is the plugin's part
+    ("verify", True, R): Outcome(calls_server=False, raises=False, writes=False, interactions_after=1),
+    ("verify", True, N): Outcome(calls_server=False, raises=True, writes=False, interactions_after=1),
+    ("verify", False, R): Outcome(calls_server=False, raises=True, writes=False, interactions_after=0),
+    ("verify", False, N): Outcome(calls_server=False, raises=True, writes=False, interactions_after=0),
 }
 
 

@@ -117,6 +117,20 @@ class ResponsesStream:
         self._done(index, {**item, "status": "completed", "arguments": arguments})
         return self
 
+    def custom_tool_call(self, key: str, call_id: str, name: str, *pieces: str) -> ResponsesStream:
+        """A free-form (custom) tool call: its input streams as plain text, not JSON."""
+        item_id = f"ctc_{key}{self.suffix}"
+        item = {"id": item_id, "type": "custom_tool_call", "status": "in_progress", "call_id": call_id,
+                "input": "", "name": name}
+        index = self._item(item)
+        for piece in pieces:
+            self.emit("response.custom_tool_call_input.delta", item_id=item_id, output_index=index, delta=piece,
+                      obfuscation=pad(item_id + piece))
+        text = "".join(pieces)
+        self.emit("response.custom_tool_call_input.done", item_id=item_id, output_index=index, input=text)
+        self._done(index, {**item, "status": "completed", "input": text})
+        return self
+
     def reasoning(self, key: str, *parts: Sequence[str]) -> ResponsesStream:
         item_id = f"rs_{key}{self.suffix}"
         index = self._item({"id": item_id, "type": "reasoning", "summary": []})
@@ -238,6 +252,27 @@ def _web_search() -> Case:
                  "req_5f60718293a4b5c6d7e8f90a1b2c3d4e", 3120)
 
 
+#: a patch as the apply_patch tool takes it: free text with quotes, tabs and non-ASCII, escaped in the arguments
+PATCH = (
+    "*** Begin Patch\n*** Update File: app/hi.py\n@@ def greet(n):\n"
+    "-    return \"Hi, \" + name\n+    return f\"Grüß dich, {name}!\"\t# ☀️\n*** End Patch\n"
+)
+APPLY_PATCH = {"type": "custom", "name": "apply_patch",
+               "description": "Apply a patch to the repository, in the *** Begin Patch format."}
+
+
+def _custom_tool_call() -> Case:
+    # a free-form tool: its input is text, streamed in custom_tool_call_input.delta events
+    options = GenerateOptions(model="gpt-5", messages=[SYSTEM, Message(role="user", content="Greet in German in app/hi.py.")],
+                              extra={"tools": [APPLY_PATCH]})
+    s = ResponsesStream(12, options, model="gpt-5-2025-08-07")
+    s.response["tools"] = [{**APPLY_PATCH, "format": {"type": "text"}}]
+    pieces = [PATCH[i:i + 3] for i in range(0, len(PATCH), 3)]  # 47 pieces, cut inside words and escapes
+    s.custom_tool_call("l1", "call_Ap9lyP4tchCust0mT00l012", "apply_patch", *pieces)
+    return _case("custom-tool-call", options, s.end("response.completed", usage(96, 188, reasoning=64)),
+                 "req_8293a4b5c6d7e8f90a1b2c3d4e5f6172", 1893, merge=[7, 30])
+
+
 def _followup() -> Case:
     options = weather_followup(MODEL, "call_R8sT2uV4wX6yZ8aB0cD2eF4g")
     s = ResponsesStream(10, options).message("j1", "It", "'s", " 18", " °C", " and", " overcast", " in", " Paris", ".")
@@ -279,6 +314,7 @@ CASES = [
     _length(),
     _reasoning(),
     _web_search(),
+    _custom_tool_call(),
     _followup(),
     _error_mid_stream(),
     _rate_limited(),

@@ -67,7 +67,7 @@ def test_the_option_belongs_to_pytest_recording_when_it_is_active(both: pytest.P
 def test_with_no_recording_our_own_record_mode_is_used(both: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     help_text = both.runpytest("-p", "no:recording", "--help").stdout.str()
     ours = help_text.index("dsh-replay: record and replay LLM provider streams:")
-    assert "--record-mode={none,once,new_episodes,all,rewrite}" in help_text[ours : help_text.index("\n\n", ours)]
+    assert "--record-mode={none,once,new_episodes,all,rewrite,verify}" in help_text[ours : help_text.index("\n\n", ours)]
     with provider(monkeypatch) as emu:
         result = both.runpytest_subprocess("-p", "no:recording", "--record-mode=once", "test_dsh.py")
         assert len(emu.requests) == 1
@@ -76,7 +76,7 @@ def test_with_no_recording_our_own_record_mode_is_used(both: pytest.Pytester, mo
     assert (both.path / "cassettes" / "test_dsh" / "test_echo.yaml").is_file()
     result = both.runpytest("-p", "no:recording", "--record-mode=bogus", "test_dsh.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--record-mode: invalid choice: 'bogus' (choose from 'none', 'once', 'new_episodes', 'all', 'rewrite')"])
+    result.stderr.fnmatch_lines(["*--record-mode: invalid choice: 'bogus' (choose from 'none', 'once', 'new_episodes', 'all', 'rewrite', 'verify')"])
 
 
 @pytest.mark.parametrize("recording", [[], ["-p", "pytest_recording.plugin"]])

@@ -222,7 +222,7 @@ def test_a_bad_ini_mode_is_a_usage_error_listing_the_valid_ones(echo: pytest.Pyt
     result = echo.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*dsh-replay: ini dsh_replay_record_mode: unknown record mode 'sometimes'; valid modes: none, once, new_episodes, all, rewrite"]
+        ["*dsh-replay: ini dsh_replay_record_mode: unknown record mode 'sometimes'; valid modes: none, once, new_episodes, all, rewrite, verify"]
     )
 
 
