@@ -201,19 +201,18 @@ def text_block(state: StreamState, chunk: BlockEnd, position: int) -> Found:
     if block is None:
         return OK
     kind = block.block_type
-    if not block.parts:
+    if not block.has_deltas:
         return found(
             position,
             f"{kind} block {chunk.index} closed at position {position} without any delta; "
             f"a {kind} block needs at least one {kind}-delta",
         )
-    joined = "".join(block.parts)
-    if joined == carried.text:
+    if block.joined_is(carried.text):
         return OK
     return found(
         position,
         f"block-end at position {position}: {kind} block {chunk.index} carries text {_clip(carried.text)}, "
-        f"but its deltas joined are {_clip(joined)}; they must be equal",
+        f"but its deltas joined are {_clip(block.joined_head())}; they must be equal",
     )
 
 
@@ -237,7 +236,7 @@ def call_block(state: StreamState, chunk: BlockEnd, position: int) -> Found:
         return OK
     block, call = closing
     problems = _call_fields(call)
-    mismatch = _arguments_mismatch("".join(block.parts), call.arguments)
+    mismatch = _arguments_mismatch(block, call.arguments)
     if mismatch is not None:
         problems.append(mismatch)
     violations = [(position, f"{_where(chunk, position)} {problem}") for problem in problems]
@@ -257,13 +256,16 @@ def _call_fields(call: ToolCallBlock) -> list[str]:
     return problems
 
 
-def _arguments_mismatch(joined: str, arguments: str) -> str | None:
+def _arguments_mismatch(block: OpenBlock, arguments: str) -> str | None:
     """How the argumentsDelta joined differ from the arguments (``"{}"`` may come as no delta at all)."""
-    if joined == arguments or (not joined and arguments == "{}"):
+    if block.joined_is(arguments):
         return None
-    if joined:
+    streamed = block.joined_length()
+    if not streamed and arguments == "{}":
+        return None
+    if streamed:
         return (
-            f"arguments {_clip(arguments)} differ from the argumentsDelta joined {_clip(joined)}; "
+            f"arguments {_clip(arguments)} differ from the argumentsDelta joined {_clip(block.joined_head())}; "
             "they must be equal"
         )
     return (

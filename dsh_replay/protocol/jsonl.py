@@ -38,18 +38,8 @@ from .chunks import (
 )
 
 __all__ = [
-    "Golden",
-    "JsonlWriter",
-    "Raised",
-    "block_from_json",
-    "block_to_json",
-    "chunk_from_json",
-    "chunk_to_json",
-    "dump_jsonl",
-    "load_golden",
-    "load_jsonl",
-    "loads_json",
-    "parse_golden_lines",
+    "Golden", "JsonlWriter", "Raised", "block_from_json", "block_to_json", "chunk_from_json", "chunk_to_json",
+    "dump_jsonl", "load_golden", "load_jsonl", "loads_json", "parse_golden_lines", "raised_line",
 ]
 
 
@@ -253,14 +243,15 @@ _DUMP_OPTIONS = orjson.OPT_APPEND_NEWLINE
 class JsonlWriter:
     """Golden JSONL written chunk by chunk (:meth:`add`): the bytes of :func:`dump_jsonl` (:meth:`getvalue`).
 
-    A caller that writes each chunk as the adapter yields it need not keep the chunks. Each line
-    goes into one buffer at once: kept apart for a final join, each pinned ~4 KiB (orjson's buffer).
+    A caller that writes each chunk as the adapter yields it need not keep the chunks. Each line goes
+    into ``out`` at once (kept apart for a final join, each pinned ~4 KiB: orjson's buffer), a BytesIO
+    of the writer's own unless given one (``check`` compares the lines with the golden as they come).
     """
 
     __slots__ = ("_out", "count")
 
-    def __init__(self) -> None:
-        self._out = io.BytesIO()  # grows in place; getvalue() hands its buffer over where bytes(bytearray) copies
+    def __init__(self, out: io.BytesIO | None = None) -> None:
+        self._out = io.BytesIO() if out is None else out  # getvalue() hands its buffer over: no copy
         self.count = 0  # chunks added
 
     def add(self, chunk: StreamChunk) -> None:
@@ -273,18 +264,20 @@ class JsonlWriter:
 
     def getvalue(self, raised: Raised | BaseException | None = None) -> bytes:
         """The lines so far, then a ``raised`` line if ``raised`` is given (the writer is left as it is)."""
-        if isinstance(raised, BaseException):
-            raised = Raised.from_exception(raised)
-        elif raised is not None and not isinstance(raised, Raised):
-            what = f"the class {raised.__name__}" if isinstance(raised, type) else type(raised).__name__
-            raise TypeError(f"raised must be a Raised, an exception instance or None, got {what}")
-        if raised is None:
-            return self._out.getvalue()
-        try:
-            line = orjson.dumps(raised.to_json(), option=_DUMP_OPTIONS)
-        except orjson.JSONEncodeError as exc:
-            raise ValueError(f"the raised line ({raised.error}) cannot be written as JSON: {exc}") from None
-        return self._out.getvalue() + line
+        return self._out.getvalue() if raised is None else self._out.getvalue() + raised_line(raised)
+
+
+def raised_line(raised: Raised | BaseException) -> bytes:
+    """The line that ends a golden when the adapter raised ``raised`` (a :class:`Raised` or the exception)."""
+    if isinstance(raised, BaseException):
+        raised = Raised.from_exception(raised)
+    elif not isinstance(raised, Raised):
+        what = f"the class {raised.__name__}" if isinstance(raised, type) else type(raised).__name__
+        raise TypeError(f"raised must be a Raised, an exception instance or None, got {what}")
+    try:
+        return orjson.dumps(raised.to_json(), option=_DUMP_OPTIONS)
+    except orjson.JSONEncodeError as exc:
+        raise ValueError(f"the raised line ({raised.error}) cannot be written as JSON: {exc}") from None
 
 
 def dump_jsonl(chunks: Iterable[StreamChunk], raised: Raised | BaseException | None = None) -> bytes:

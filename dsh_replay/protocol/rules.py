@@ -214,6 +214,7 @@ def _end_step(state: StreamState, chunk: BlockEnd, position: int) -> None:
             block is not None
             and block.block_type == kind
             and block.parts
+            and block.folded is None
             and "".join(block.parts) == carried.text  # type: ignore[union-attr]
         ):
             del state.open[chunk.index]

@@ -207,6 +207,19 @@ class SequenceValidator:
             state.previous = chunk
         return violations[before:] if len(violations) != before else []
 
+    def compact(self, min_deltas: int = 1024) -> None:
+        """Fold the deltas of each open block that kept ``min_deltas`` or more: the same verdicts, less memory.
+
+        Until its ``block-end`` judges them (P6, P7), a block's deltas are kept
+        as they came: the cheapest way when the caller keeps the chunks anyway.
+        A caller that drops each chunk once fed (``dsh-replay check``) calls this
+        every thousand chunks or so, and a block of a million deltas then costs
+        a running digest and a few thousand pieces, not the million.
+        """
+        for block in self._state.open.values():
+            if len(block.parts) >= max(min_deltas, 1):  # a fold of nothing would count as a delta
+                block.fold()
+
     def feed_unreadable(self, reason: str) -> list[Violation]:
         """Count a chunk that could not even be read (e.g. a JSONL line that is not JSON) as P1."""
         state = self._state

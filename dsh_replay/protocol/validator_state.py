@@ -9,6 +9,7 @@ checks of ``_rules`` read and its records update.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -35,6 +36,7 @@ __all__ = [
     "STREAMING",
     "TRANSITIONS",
     "Check",
+    "Folded",
     "Found",
     "OpenBlock",
     "Step",
@@ -101,18 +103,90 @@ TRANSITIONS: Final[dict[str, dict[str, tuple[str, Illegal | None]]]] = {
 # -- what the stream has shown ---------------------------------------------------------
 
 
+#: the characters of the deltas joined that a message may quote (it quotes 60)
+_HEAD: Final = 256
+_SLICE: Final = 1 << 16  # the characters of a block's text encoded at once, to compare it with a digest
+
+
+class Folded:
+    """The deltas of a long block joined, as much of them as P6/P7 need: length, digest, first characters.
+
+    The text of 1.5 M deltas, kept as pieces, was ~60 bytes a delta until its
+    ``block-end``, then joined again (4 bytes a character, with one emoji) to be
+    compared. Folded, it is a running BLAKE2b of its UTF-8 (``surrogatepass``: a
+    delta may hold half of a surrogate pair, and the encoding is one character
+    at a time, so the digest of the pieces is the digest of the whole), its
+    length, and the first :data:`_HEAD` characters for a message.
+    """
+
+    __slots__ = ("digest", "head", "length")
+
+    def __init__(self) -> None:
+        self.digest = hashlib.blake2b(digest_size=32)
+        self.head = ""
+        self.length = 0
+
+    def add(self, text: str) -> None:
+        if len(self.head) < _HEAD:
+            self.head += text[: _HEAD - len(self.head)]
+        self.length += len(text)
+        self.digest.update(text.encode("utf-8", "surrogatepass"))
+
+    def is_start_of(self, text: str) -> bool:
+        """Whether ``text`` starts with the folded text (a digest's word: equal digests, equal texts)."""
+        if len(text) < self.length or not text.startswith(self.head):
+            return False
+        other = hashlib.blake2b(digest_size=32)
+        for at in range(0, self.length, _SLICE):
+            other.update(text[at : min(at + _SLICE, self.length)].encode("utf-8", "surrogatepass"))
+        return other.digest() == self.digest.digest()
+
+
 @dataclass(slots=True)
 class OpenBlock:
     """A block between its ``block-start`` and its ``block-end``."""
 
     block_type: str
     start: int
-    #: the text (or argumentsDelta) of each delta, in order
+    #: the text (or argumentsDelta) of each delta since the last fold, in order
     parts: list[str] = field(default_factory=list)
+    #: the deltas before ``parts``, once folded (:meth:`fold`); None for a block never folded
+    folded: Folded | None = None
     #: (position, id, name) of each tool-call delta whose id/name differs from the one before
     identities: list[tuple[int, str, str]] = field(default_factory=list)
     last_id: str | None = None
     last_name: str | None = None
+
+    def fold(self) -> None:
+        """Fold ``parts`` (at least one) into ``folded``: P6/P7 judge the block the same (:class:`Folded`)."""
+        if self.folded is None:
+            self.folded = Folded()
+        self.folded.add("".join(self.parts))
+        self.parts.clear()
+
+    @property
+    def has_deltas(self) -> bool:
+        """Whether any delta came, an empty one too (a fold takes one or more)."""
+        return bool(self.parts) or self.folded is not None
+
+    def joined_length(self) -> int:
+        """The length of the deltas joined."""
+        return sum(map(len, self.parts)) + (self.folded.length if self.folded is not None else 0)
+
+    def joined_is(self, text: str) -> bool:
+        """Whether the deltas joined are ``text``, exactly."""
+        folded = self.folded
+        if folded is None:
+            return "".join(self.parts) == text
+        tail = "".join(self.parts)
+        return len(text) == folded.length + len(tail) and text.endswith(tail) and folded.is_start_of(text)
+
+    def joined_head(self) -> str:
+        """The deltas joined, or their first characters when folded (at least 61: a message quotes 60)."""
+        folded = self.folded
+        if folded is None:
+            return "".join(self.parts)
+        return folded.head if folded.length >= _HEAD else (folded.head + "".join(self.parts))[:_HEAD]
 
 
 @dataclass(slots=True, eq=False)
