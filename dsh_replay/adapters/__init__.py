@@ -56,7 +56,7 @@ A minimal provider module::
 
         def build_request(self, options: GenerateOptions) -> StreamRequest:
             return StreamRequest(route=self.route, url=f"{self.base_url}/v1/stream",
-                                 headers=self._headers({"Authorization": f"Bearer {self.api_key}"}),
+                                 headers=self.request_headers({"Authorization": f"Bearer {self.api_key}"}),
                                  json={"model": options.model, "stream": True})
 
 ``examples/cohere`` is a complete one, recorded and checked.

@@ -294,7 +294,7 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
             translator_class = CohereTranslator
 
             def build_request(self, options: GenerateOptions) -> StreamRequest:
-                headers = self._headers({"Authorization": f"bearer {self.api_key}"})  # + user's headers=
+                headers = self.request_headers({"Authorization": f"bearer {self.api_key}"})  # + user's headers=
                 return StreamRequest(route=self.route, url=f"{self.base_url}/v2/chat",
                                      headers=headers, json=request_body(options))
     """
@@ -348,7 +348,8 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
         """Fresh event-mapping state for one stream: ``translator_class(route, sequencer)`` unless overridden."""
         return self.translator_class(self.route, sequencer)
 
-    def _headers(self, headers: Mapping[str, str]) -> dict[str, str]:
+    def request_headers(self, headers: Mapping[str, str]) -> dict[str, str]:
+        """A request's headers: ``headers`` and then those the constructor was given (``headers=``)."""
         return {**headers, **self.extra_headers}
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:

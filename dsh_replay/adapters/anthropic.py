@@ -340,6 +340,6 @@ class AnthropicAdapter(HttpAdapter[SSEEvent]):
         return StreamRequest(
             route=self.route,
             url=f"{self.base_url}/v1/messages",
-            headers=self._headers(headers),
+            headers=self.request_headers(headers),
             json=request_body(options),
         )

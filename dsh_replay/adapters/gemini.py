@@ -377,6 +377,6 @@ class GeminiAdapter(HttpAdapter[SSEEvent]):
         return StreamRequest(
             route=self.route,
             url=f"{self.base_url}/models/{model}:streamGenerateContent?alt=sse",
-            headers=self._headers({"x-goog-api-key": self.api_key, "accept": "text/event-stream"}),
+            headers=self.request_headers({"x-goog-api-key": self.api_key, "accept": "text/event-stream"}),
             json=request_body(options),
         )

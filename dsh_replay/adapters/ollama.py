@@ -218,6 +218,6 @@ class OllamaAdapter(HttpAdapter[object]):
         return StreamRequest(
             route=self.route,
             url=f"{self.base_url}/api/chat",
-            headers=self._headers(headers),
+            headers=self.request_headers(headers),
             json=request_body(options),
         )

@@ -320,7 +320,7 @@ class OpenAIChatAdapter(HttpAdapter[SSEEvent]):
         return StreamRequest(
             route=self.route,
             url=f"{self.base_url}/chat/completions",
-            headers=self._headers(self.auth_headers()),
+            headers=self.request_headers(self.auth_headers()),
             json=self.body(options),
         )
 

@@ -409,6 +409,6 @@ class OpenAIResponsesAdapter(HttpAdapter[SSEEvent]):
         return StreamRequest(
             route=self.route,
             url=f"{self.base_url}/responses",
-            headers=self._headers(headers),
+            headers=self.request_headers(headers),
             json=merge_extra(body, options.extra),
         )

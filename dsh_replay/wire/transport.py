@@ -184,7 +184,7 @@ class StreamRequest:
         StreamRequest(
             route="cohere",
             url=f"{self.base_url}/v2/chat",
-            headers=self._headers({"Authorization": f"bearer {self.api_key}"}),
+            headers=self.request_headers({"Authorization": f"bearer {self.api_key}"}),
             json={"model": options.model, "messages": [...], "stream": True},
         )
     """

@@ -167,6 +167,6 @@ class CohereAdapter(HttpAdapter[SSEEvent]):
         return StreamRequest(
             route=self.route,
             url=f"{self.base_url}/v2/chat",
-            headers=self._headers({"Authorization": f"bearer {self.api_key}", "Accept": "text/event-stream"}),
+            headers=self.request_headers({"Authorization": f"bearer {self.api_key}", "Accept": "text/event-stream"}),
             json=request_body(options),
         )

@@ -127,6 +127,6 @@ class AcmeAdapter(HttpAdapter[SSEEvent]):
         return StreamRequest(
             route=self.route,
             url=f"{self.base_url}/v1/respond",
-            headers=self._headers({"Authorization": f"Bearer {self.api_key}", "Accept": "text/event-stream"}),
+            headers=self.request_headers({"Authorization": f"Bearer {self.api_key}", "Accept": "text/event-stream"}),
             json=request_body(options),
         )
