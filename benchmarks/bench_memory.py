@@ -271,32 +271,45 @@ async def _read(pieces: list[bytes]) -> tuple[float, int]:
     return seconds, count
 
 
-def recording_overhead(count: int) -> dict[str, Any]:
-    """µs per fragment that recording adds to the read, and that writing the cassette costs."""
+def recording_pieces(count: int) -> tuple[bytes, list[bytes]]:
+    """The body of the recording rows and its fragments: one SSE event each, as providers flush them."""
+    body = openai_chat_stream(count, seed=12)
+    return body, [event + b"\n\n" for event in body.split(b"\n\n") if event]
+
+
+def record_once(pieces: list[bytes], path: Path) -> tuple[float, float, float, Any]:
+    """One read of ``pieces`` plain and one recorded into ``path``: (plain s, recorded s, write s, session).
+
+    The write is the block's end: ``use_cassette``'s exit, which writes the cassette.
+    """
     from dsh_replay import use_cassette
 
-    body = openai_chat_stream(count, seed=12)
-    pieces = [event + b"\n\n" for event in body.split(b"\n\n") if event]
+    seconds, seen = asyncio.run(_read(pieces))
+    context = use_cassette(path, "all")
+    session = context.__enter__()
+    try:
+        inside, seen_recorded = asyncio.run(_read(pieces))
+    finally:
+        start = time.perf_counter()
+        context.__exit__(None, None, None)
+        written = time.perf_counter() - start
+    if seen != len(pieces) or seen_recorded != len(pieces) or not session.wrote:
+        raise AssertionError("the recorded read lost fragments or wrote no cassette")
+    fragments_kept = len(session.cassette.interactions[0].fragments or [])
+    if fragments_kept != len(pieces):
+        raise AssertionError(f"recorded {fragments_kept} fragments of {len(pieces)}")
+    return seconds, inside, written, session
+
+
+def recording_overhead(count: int) -> dict[str, Any]:
+    """µs per fragment that recording adds to the read, and that writing the cassette costs."""
+    body, pieces = recording_pieces(count)
     plain: list[float] = []
     recorded: list[float] = []
     writes: list[float] = []
     with tempfile.TemporaryDirectory(prefix="dsh-bench-record-") as tmp:
         for run in range(RUNS + 1):  # the first round is a warm-up
-            seconds, seen = asyncio.run(_read(pieces))
-            path = Path(tmp) / f"run{run}.yaml"
-            context = use_cassette(path, "all")
-            session = context.__enter__()
-            try:
-                inside, seen_recorded = asyncio.run(_read(pieces))
-            finally:
-                start = time.perf_counter()
-                context.__exit__(None, None, None)
-                written = time.perf_counter() - start
-            if seen != len(pieces) or seen_recorded != len(pieces) or not session.wrote:
-                raise AssertionError("the recorded read lost fragments or wrote no cassette")
-            fragments_kept = len(session.cassette.interactions[0].fragments or [])
-            if fragments_kept != len(pieces):
-                raise AssertionError(f"recorded {fragments_kept} fragments of {len(pieces)}")
+            seconds, inside, written, _ = record_once(pieces, Path(tmp) / f"run{run}.yaml")
             if run:
                 plain.append(seconds)
                 recorded.append(inside)

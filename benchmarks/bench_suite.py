@@ -1,6 +1,6 @@
 """Suite overhead: what replaying N cassette tests costs, per test (SPEC section 10).
 
-Three generated test modules run the *same* N tests - the same
+Four generated test modules run the *same* N tests - the same
 ``OpenAIChatAdapter`` on the same short OpenAI chat streams (a few dozen events,
 one in four calling a tool), with the same assertions - and differ only in where
 the bytes come from:
@@ -12,12 +12,21 @@ the bytes come from:
 - ``pytest-recording`` - ``@pytest.mark.vcr``: vcrpy replays its own cassette
   of the same exchange; the test runs the adapter and checks the chunks with
   ``assert_chunk_sequence`` (what the fixture does for us, minus the golden).
-  The target compares us with this one.
+  One target compares us with this one.
+- ``cassetter plugin`` - the same module as pytest-recording's
+  (``@pytest.mark.vcr``), replayed by cassetter's pytest plugin from its own
+  cassettes (a Rust core; it keeps no fragments). Its plugin and
+  pytest-recording's cannot be loaded together (both define
+  ``--record-mode``), so its runs block pytest-recording (``-p no:recording``)
+  and find cassetter on ``PYTHONPATH`` (``_cassetter.py``: installed beside
+  the venv, never in it); everything else loads as for the others. Left out,
+  with the reason, when it cannot be installed. The other target compares us
+  with this one: the fastest peer.
 - ``no cassette (respx)`` - respx mocks answer with the body straight from
   memory (all bodies are read from one JSON file when the module is imported);
   the test is otherwise the one above. This is the floor: no cassette at all.
 
-A fourth module, for reference, is the thinnest possible pytest-recording test
+A fifth module, for reference, is the thinnest possible pytest-recording test
 of the same exchanges: ``@pytest.mark.vcr`` and the body read with httpx, no
 adapter and no checks. The gap between it and ``pytest-recording`` is what the
 adapter and the checks cost, whoever replays the bytes.
@@ -25,7 +34,8 @@ adapter and the checks cost, whoever replays the bytes.
 Each module lives in its own temporary directory with its own ``pytest.ini``
 (``asyncio_mode = strict``) and runs as ``python -m pytest -q -p
 no:cacheprovider`` in a fresh process, so every contender pays the same start-up
-(the same plugins are installed for all). The modules are run in turn, five
+(the same plugins are installed for all; cassetter's runs swap pytest-recording's
+plugin for cassetter's, above). The modules are run in turn, five
 rounds, and the median wall time of each is divided by N.
 
 The cassettes are recorded first, once, by real pytest runs in
@@ -46,12 +56,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _cassetter
 from _bodies import short_openai_stream
 from _installed import compile_package
 
@@ -151,6 +162,7 @@ async def test_case_{case:04d}():
 CONTENDERS: dict[str, tuple[str, str, str, str]] = {
     "dsh_replay plugin": ("ours", "the dsh_replay fixture replays cassettes + goldens", "", OURS),
     "pytest-recording": ("vcr", "pytest-recording (vcrpy) replays cassettes", "", VCR),
+    "cassetter plugin": ("cassetter", "cassetter's pytest plugin replays its own cassettes", "", VCR),
     "no cassette (respx)": ("respx", "respx mocks, no cassette", RESPX_PREAMBLE, RESPX),
     "pytest-recording, httpx read only": (
         "vcr_httpx",
@@ -160,13 +172,18 @@ CONTENDERS: dict[str, tuple[str, str, str, str]] = {
     ),
 }
 #: the contenders whose cassettes are recorded before the timed runs
-RECORDED = ("dsh_replay plugin", "pytest-recording", "pytest-recording, httpx read only")
+RECORDED = ("dsh_replay plugin", "pytest-recording", "cassetter plugin", "pytest-recording, httpx read only")
+CASSETTER = "cassetter plugin"
+
+#: contender -> (extra pytest arguments, extra environment) of each of its runs
+Launch = dict[str, tuple[tuple[str, ...], dict[str, str]]]
 
 
-def generate(root: Path, cases: int, base_url: str) -> dict[str, Path]:
-    """Write one test folder per contender; return contender -> folder."""
+def generate(root: Path, cases: int, base_url: str, names: Sequence[str] = tuple(CONTENDERS)) -> dict[str, Path]:
+    """Write one test folder per contender named; return contender -> folder."""
     folders = {}
-    for name, (folder, what, preamble, template) in CONTENDERS.items():
+    for name in names:
+        folder, what, preamble, template = CONTENDERS[name]
         path = root / folder
         path.mkdir(parents=True)
         (path / "pytest.ini").write_text(INI)
@@ -182,9 +199,12 @@ def generate(root: Path, cases: int, base_url: str) -> dict[str, Path]:
     return folders
 
 
-def pytest_run(folder: Path, *extra: str, record: bool = False) -> tuple[float, str]:
+def pytest_run(
+    folder: Path, *extra: str, record: bool = False, environ: Mapping[str, str] | None = None
+) -> tuple[float, str]:
     """Run pytest in ``folder`` in a fresh process; (wall seconds, output). Raises on failure."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    env.update(environ or {})
     if record:
         env.pop("CI", None)  # the plugin refuses to record under CI
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
@@ -205,8 +225,10 @@ def passed(output: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def record(folders: dict[str, Path], cases: int, emu: object) -> None:
-    """Record the dsh_replay and pytest-recording cassettes against the running emulator."""
+def record(folders: dict[str, Path], cases: int, emu: object, launch: Launch | None = None) -> None:
+    """Record the cassettes of every recording contender in ``folders`` against the running emulator."""
+    launch = launch or {}
+    recorded = [name for name in RECORDED if name in folders]
     from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
     assert isinstance(emu, ProviderEmulator)
@@ -217,17 +239,28 @@ def record(folders: dict[str, Path], cases: int, emu: object) -> None:
             ScriptedResponse.streaming(short_openai_stream(case)),
         )
     # not timed, so the recording runs may share the cores
-    with ThreadPoolExecutor(len(RECORDED)) as pool:
-        runs = pool.map(
-            lambda name: pytest_run(folders[name], "--record-mode=once", record=True), RECORDED
-        )
-        for name, (_, output) in zip(RECORDED, runs, strict=True):
+    def record_one(name: str) -> tuple[float, str]:
+        args, env = launch.get(name, ((), {}))
+        return pytest_run(folders[name], *args, "--record-mode=once", record=True, environ=env)
+
+    with ThreadPoolExecutor(len(recorded)) as pool:
+        runs = pool.map(record_one, recorded)
+        for name, (_, output) in zip(recorded, runs, strict=True):
             if passed(output) != cases:
                 raise RuntimeError(f"recording {name}: expected {cases} passed:\n{output[-2000:]}")
-    if len(emu.requests) != len(RECORDED) * cases:
+    if len(emu.requests) != len(recorded) * cases:
         raise RuntimeError(
-            f"recording made {len(emu.requests)} requests, expected {len(RECORDED) * cases}"
+            f"recording made {len(emu.requests)} requests, expected {len(recorded) * cases}"
         )
+
+
+def peer_launch(say: Callable[[str], None]) -> tuple[Launch, str | None]:
+    """How cassetter's runs start, or (nothing, why it is left out)."""
+    folder = _cassetter.ensure()
+    if isinstance(folder, str):
+        say(f"suite: cassetter left out: {folder}")
+        return {}, folder
+    return {CASSETTER: (("-p", "no:recording"), _cassetter.environ(folder, {}))}, None
 
 
 def run(
@@ -245,19 +278,24 @@ def run(
         # The emulator's URL is baked into the tests, so that vcrpy (which matches on
         # host and port too) finds its cassettes; during the timed replays nothing
         # listens there any more, so a test that reached the network would fail.
+        launch, left_out = peer_launch(say)
+        names = [name for name in CONTENDERS if name != CASSETTER or CASSETTER in launch]
         with ProviderEmulator() as emu:
-            folders = generate(root, cases, emu.base_url)
-            say(f"suite: recording {cases} cassettes for each of {len(RECORDED)} contenders")
-            record(folders, cases, emu)
+            folders = generate(root, cases, emu.base_url, names)
+            recorded = sum(name in folders for name in RECORDED)
+            say(f"suite: recording {cases} cassettes for each of {recorded} contenders")
+            record(folders, cases, emu, launch)
         times: dict[str, list[float]] = {name: [] for name in folders}
         for round_ in range(runs):
             say(f"suite: round {round_ + 1}/{runs}")
             for name, folder in folders.items():
-                seconds, output = pytest_run(folder)
+                args, env = launch.get(name, ((), {}))
+                seconds, output = pytest_run(folder, *args, environ=env)
                 if passed(output) != cases:
                     raise RuntimeError(f"{name}: expected {cases} passed:\n{output[-2000:]}")
                 times[name].append(seconds)
     peer = statistics.median(times["pytest-recording"])
+    fastest = statistics.median(times[CASSETTER]) if CASSETTER in times else None
     rows: list[dict[str, object]] = []
     for name, samples in times.items():
         rows.append(
@@ -269,6 +307,9 @@ def run(
                 "wall_s": samples,
                 "ms_per_test": statistics.median(samples) / cases * 1000,
                 "vs_pytest_recording": statistics.median(samples) / peer,
+                # None (and the reason) when cassetter could not be installed
+                "vs_cassetter": statistics.median(samples) / fastest if fastest else None,
+                "cassetter_left_out": left_out,
             }
         )
     return rows
@@ -278,11 +319,12 @@ def render(rows: list[dict[str, object]]) -> str:
     first = rows[0]
     lines = [
         f"Suite overhead: {first['tests']} tests, median of {first['runs']} pytest processes",
-        f"{'contender':<36}{'ms/test':>10}{'vs pytest-recording':>22}",
+        f"{'contender':<36}{'ms/test':>10}{'vs pytest-recording':>22}{'vs cassetter':>15}",
     ]
     for row in rows:
+        fastest = f"{row['vs_cassetter']:>14.2f}x" if row["vs_cassetter"] else f"{'-':>15}"
         lines.append(
-            f"{row['name']!s:<36}{row['ms_per_test']:>10.2f}{row['vs_pytest_recording']:>21.2f}x"
+            f"{row['name']!s:<36}{row['ms_per_test']:>10.2f}{row['vs_pytest_recording']:>21.2f}x{fastest}"
         )
     return "\n".join(lines)
 

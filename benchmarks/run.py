@@ -7,12 +7,16 @@ section     module                 figure
 ==========  =====================  ==========================================
 sse         ``bench_sse.py``       events/s decoding SSE bytes in 4 KiB pieces
 e2e         ``bench_e2e.py``       events/s, bytes -> validated StreamChunks
+coverage    ``bench_coverage.py``  the same, inside collect_coverage(): % added
 validator   ``bench_validator.py`` chunks/s over 1M chunk objects
 memory      ``bench_memory.py``    RSS replaying a 100 MB body, checking a 200 MB one;
                                    µs/fragment recording
-suite       ``bench_suite.py``     ms/test over 500 generated cassette tests
+suite       ``bench_suite.py``     ms/test over 500 generated cassette tests (cassetter too)
+aiohttp     ``bench_aiohttp.py``   ms/test over 500 aiohttp tests, against pytest-recording
+peers       ``bench_peers.py``     loading 1,000 cassettes and writing one, against cassetter
 check       ``bench_check.py``     ``dsh-replay check`` over ~1,000 cassettes; -n 2
 import      ``bench_import.py``    start-up: ``import dsh_replay``, ``--help``, ``routes``
+proxy       ``bench_proxy.py``     ``serve --record``: first byte and MB/s against direct
 ==========  =====================  ==========================================
 
 Every figure is the median of at least five runs (three for ``--quick``), and
@@ -47,10 +51,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_aiohttp  # noqa: E402
 import bench_check  # noqa: E402
+import bench_coverage  # noqa: E402
 import bench_e2e  # noqa: E402
 import bench_import  # noqa: E402
 import bench_memory  # noqa: E402
+import bench_peers  # noqa: E402
+import bench_proxy  # noqa: E402
 import bench_sse  # noqa: E402
 import bench_suite  # noqa: E402
 import bench_validator  # noqa: E402
@@ -218,6 +226,44 @@ def suite_rows(raw: list[dict[str, Any]]) -> list[Row]:
                      f"{ours_row['ms_per_test'] / floor['ms_per_test']:.2f}x floor",
                      f"{ours_row['vs_pytest_recording']:.2f}x pytest-rec.", "<= 0.95x pytest-rec.",
                      ours_row["vs_pytest_recording"] <= 0.95))
+    rows.append(_suite_vs_cassetter(section, raw))
+    return rows
+
+
+def _suite_vs_cassetter(section: str, raw: list[dict[str, Any]]) -> Row:
+    """Per-test overhead against the fastest peer (its row is above; left out when it cannot be installed)."""
+    by_name = {row["name"]: row for row in raw}
+    ours = by_name["dsh_replay plugin"]
+    if ours.get("vs_cassetter") is None:
+        return _row(section, "per-test overhead (ours / cassetter)", "n/a", str(ours.get("cassetter_left_out")),
+                    "<= 1.00x cassetter", None)
+    return _row(section, "per-test overhead (ours / cassetter)", f"{ours['vs_cassetter']:.2f}x cassetter",
+                f"{ours['vs_pytest_recording']:.2f}x pytest-rec.", "<= 1.00x cassetter", ours["vs_cassetter"] <= 1.0)
+
+
+def peers_rows(raw: list[dict[str, Any]]) -> list[Row]:
+    if raw[0]["name"] == "cassetter unavailable":
+        return [_row("peers", "cassetter unavailable", "n/a", raw[0]["reason"])]
+    load, write = raw
+    section = f"cassette load ({load['cassettes']:,} streamed cassettes)"
+    seconds = load["seconds"]
+    ours, fastest = seconds["dsh_replay Cassette.load"], seconds["cassetter"]
+    rows = [_row(section, name, f"{value * 1000:,.0f} ms", f"{value / fastest:.2f}x cassetter") for name, value
+            in seconds.items()]
+    rows[0] = {**rows[0], "target": "<= 1.50x cassetter", "met": ours / fastest <= 1.5}
+    if ours / fastest > 1.5:  # where our time goes, stage by stage
+        rows += [_row(section, f"  ours: {stage}", f"{part * 1000:,.0f} ms", f"{part / ours:.0%} of ours")
+                 for stage, part in load["stages_s"].items()]
+    section = f"cassette write at block end ({write['fragments']:,} fragments)"
+    ours_us, save_us, record_us = write["ours_us"], write["cassetter_save_us"], write["cassetter_record_us"]
+    rows += [
+        _row(section, "dsh_replay (use_cassette exit)", f"{ours_us:.2f} us/fragment",
+             f"{ours_us / save_us:.1f}x cassetter save"),
+        _row(section, "cassetter save", f"{save_us:.2f} us/fragment"),
+        _row(section, "cassetter record + save", f"{record_us + save_us:.2f} us/fragment",
+             f"ours {ours_us / (record_us + save_us):.1f}x its time"),
+    ]
+    rows += [_row(section, f"  ours: {name}", f"{share:.0%} of profile") for name, share in write["profile"]]
     return rows
 
 
@@ -227,8 +273,10 @@ def check_rows(raw: list[dict[str, Any]]) -> list[Row]:
     return [
         _row(section, "check vs libyaml parse floor", f"{floor['check_s']:.2f} s",
              f"{floor['ratio']:.2f}x floor", "<= 2.0x floor", floor["ratio"] <= 2.0),
-        _row(section, "check -n 2 vs -n 1", f"{parallel['n2_s']:.2f} s",
-             f"{parallel['speedup']:.2f}x faster", ">= 1.6x faster", parallel["speedup"] >= 1.6),
+        # as a share of what a second process gives on this machine at all (the ceiling row below)
+        _row(section, "check -n 2 vs -n 1", f"{parallel['n2_s']:.2f} s, {parallel['speedup']:.2f}x faster",
+             f"{parallel['speedup'] / parallel['cpu_ceiling']:.2f} of ceiling", ">= 0.90 of ceiling",
+             parallel["speedup"] / parallel["cpu_ceiling"] >= 0.9),
         _row(section, "  of which start-up (check of one cassette)", f"{parallel['start_up_s']:.2f} s"),
         _row(section, "  -n 2 vs -n 1 after start-up (in process)", f"{parallel['warm_n2_s']:.2f} s",
              f"{parallel['warm_speedup']:.2f}x faster"),
@@ -260,11 +308,15 @@ SECTIONS: dict[
 ] = {
     "sse": (bench_sse.run, sse_rows),
     "e2e": (bench_e2e.run, e2e_rows),
+    "coverage": (bench_coverage.run, bench_coverage.rows),
     "validator": (bench_validator.run, validator_rows),
     "memory": (bench_memory.run, memory_rows),
     "suite": (bench_suite.run, suite_rows),
+    "aiohttp": (bench_aiohttp.run, bench_aiohttp.table_rows),
+    "peers": (bench_peers.run, peers_rows),
     "check": (bench_check.run, check_rows),
     "import": (bench_import.run, import_rows),
+    "proxy": (bench_proxy.run, bench_proxy.rows),
 }
 
 

@@ -26,12 +26,15 @@ RANKS = {
     "dsh_replay.seed_config": 2,
     "dsh_replay.adapters": 3,
     "dsh_replay.cassette": 4,
-    "dsh_replay.conformance": 5,
-    "dsh_replay.pytest_plugin": 6,
-    "dsh_replay.cli": 6,
-    "dsh_replay.testing": 7,
-    "dsh_replay.__main__": 8,
-    "dsh_replay": 9,
+    # serving and proxying for clients in any language, over the cassette engine's recorder and matcher
+    "dsh_replay.server": 5,
+    # the conformance suite serves its cases through the server to adapters in other languages
+    "dsh_replay.conformance": 6,
+    "dsh_replay.pytest_plugin": 7,
+    "dsh_replay.cli": 7,
+    "dsh_replay.testing": 8,
+    "dsh_replay.__main__": 9,
+    "dsh_replay": 10,
 }
 
 # the codec's load_jsonl also takes a path, as the spec asks; everything else here takes values

@@ -9,9 +9,15 @@ golden / ``+`` actual, a few lines of context, long lines shortened.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["GOLDEN_SUFFIX", "golden_diff", "golden_path_for"]
+import orjson
+
+from .files import atomic_write
+from .secrets import find_secrets
+
+__all__ = ["GOLDEN_SUFFIX", "golden_diff", "golden_path_for", "judge_golden_file"]
 
 GOLDEN_SUFFIX = ".chunks.jsonl"
 _MAX_LINE = 160
@@ -64,3 +70,59 @@ def golden_diff(expected: bytes, actual: bytes, *, name: str, context: int = 3,
             lines += [f"+ {_short(line)}" for line in new[j1:j2]]
     lines.append(f"If the new chunks are right, accept them with: {accept}")
     return "\n".join(lines)
+
+
+def judge_golden_file(
+    golden: Path,
+    actual: bytes,
+    *,
+    update: bool,
+    write_missing: bool = False,
+    write: Callable[[Path, bytes], None] = atomic_write,
+    accept: str | None = None,
+) -> tuple[str, str]:
+    """(golden status, problem) after comparing ``actual`` with the golden file ``golden`` — or writing it.
+
+    ``write`` puts a new or changed golden on disk; a golden that would hold a
+    credential is refused (an adapter's error message can quote a URL with its
+    key). ``accept``: the command that updates the golden, named in a missing
+    golden's or a difference's message (default: ours, ``--update-golden``).
+    """
+    try:
+        expected = golden.read_bytes()
+    except FileNotFoundError:
+        expected = None
+        if not (update or write_missing):
+            how = accept or "--update-golden (dsh-replay check --update)"
+            return "missing", f"golden {golden} is missing; write it with {how}"
+    except OSError as exc:  # a folder in its place, no permission...
+        return "unreadable", f"golden {golden} cannot be read ({exc.strerror or exc}); make it a readable file"
+    if expected == actual:
+        return "matched", ""
+    if expected is not None and not update:
+        if accept is None:
+            diff = golden_diff(expected, actual, name=str(golden))
+        else:
+            diff = golden_diff(expected, actual, name=str(golden), accept=accept)
+        return "differs", _not_json(expected, golden) or diff
+    leaks = [str(hit) for hit in find_secrets(actual.decode("utf-8", "replace"))]
+    if leaks:
+        return "refused", (
+            f"golden {golden} was not written: it would hold {', '.join(leaks)}; the adapter's output "
+            "quotes a credential (an error message with a URL?); keep keys out of what it raises"
+        )
+    write(golden, actual)
+    return ("written" if expected is None else "updated"), ""
+
+
+def _not_json(golden_bytes: bytes, golden: Path) -> str:
+    """Why a golden is no chunk file at all (a line that is not JSON), or "": a diff would only confuse."""
+    for number, line in enumerate(golden_bytes.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            return (f"golden {golden}: line {number} is not valid JSON ({exc}); mend it, or delete the golden "
+                    "and write it again with --update-golden (dsh-replay check --update)")
+    return ""

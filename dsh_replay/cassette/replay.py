@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import orjson
 
 from ..adapters._base import HttpAdapter
 from ..adapters.route_table import RouteTable
@@ -25,10 +24,9 @@ from ..protocol.options import GenerateOptions, Message
 from ..protocol.validator import SequenceValidator, Violation
 from ..wire.transport import RetryPolicy
 from .files import atomic_write
-from .golden import golden_diff, golden_path_for
+from .golden import golden_path_for, judge_golden_file
 from .intercept import answer_async, current_handler, install, replay_response, uninstall
 from .pacing import Fragmentation
-from .secrets import find_secrets
 from .session import use_cassette
 from .store import Cassette, Interaction
 
@@ -312,19 +310,6 @@ def _judge_case(result: CaseResult, path: Path, *, update_golden: bool, unplayed
             return
 
 
-def _not_json(golden_bytes: bytes, golden: Path) -> str:
-    """Why a golden is no chunk file at all (a line that is not JSON), or "": a diff would only confuse."""
-    for number, line in enumerate(golden_bytes.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            return (f"golden {golden}: line {number} is not valid JSON ({exc}); mend it, or delete the golden "
-                    "and write it again with --update-golden (dsh-replay check --update)")
-    return ""
-
-
 _FIRST_DIFFERENCE = re.compile(r"first difference at chunk \d+ \(line (\d+)\)")
 
 
@@ -353,43 +338,6 @@ def judge_golden(
     """
     return judge_golden_file(golden_path_for(cassette, call), actual, update=update, write_missing=write_missing,
                              write=write)
-
-
-def judge_golden_file(
-    golden: Path,
-    actual: bytes,
-    *,
-    update: bool,
-    write_missing: bool = False,
-    write: Callable[[Path, bytes], None] = atomic_write,
-    accept: str | None = None,
-) -> tuple[str, str]:
-    """:func:`judge_golden` for the golden file ``golden``; ``accept``: the command that updates it, if not ours."""
-    try:
-        expected = golden.read_bytes()
-    except FileNotFoundError:
-        expected = None
-        if not (update or write_missing):
-            how = accept or "--update-golden (dsh-replay check --update)"
-            return "missing", f"golden {golden} is missing; write it with {how}"
-    except OSError as exc:  # a folder in its place, no permission...
-        return "unreadable", f"golden {golden} cannot be read ({exc.strerror or exc}); make it a readable file"
-    if expected == actual:
-        return "matched", ""
-    if expected is not None and not update:
-        if accept is None:
-            diff = golden_diff(expected, actual, name=str(golden))
-        else:
-            diff = golden_diff(expected, actual, name=str(golden), accept=accept)
-        return "differs", _not_json(expected, golden) or diff
-    leaks = [str(hit) for hit in find_secrets(actual.decode("utf-8", "replace"))]
-    if leaks:
-        return "refused", (
-            f"golden {golden} was not written: it would hold {', '.join(leaks)}; the adapter's output "
-            "quotes a credential (an error message with a URL?); keep keys out of what it raises"
-        )
-    write(golden, actual)
-    return ("written" if expected is None else "updated"), ""
 
 
 # -- trace ----------------------------------------------------------------------

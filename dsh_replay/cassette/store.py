@@ -55,13 +55,20 @@ FORMAT_VERSION = 1
 
 
 class RecordMode(str, Enum):
-    """vcrpy / pytest-recording record modes, plus ``rewrite``."""
+    """vcrpy / pytest-recording record modes, plus ``rewrite`` and ``verify``.
+
+    ``verify`` replays the cassette as ``none`` does, then sends the same
+    requests to the live provider and records them elsewhere, to compare their
+    shape (``pytest --record-mode=verify``; the cassette is never written). A
+    cassette block itself treats it as ``none``.
+    """
 
     NONE = "none"
     ONCE = "once"
     NEW_EPISODES = "new_episodes"
     ALL = "all"
     REWRITE = "rewrite"
+    VERIFY = "verify"
 
     @classmethod
     def parse(cls, value: str | RecordMode) -> RecordMode:

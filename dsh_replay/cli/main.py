@@ -36,8 +36,10 @@ COMMANDS: dict[str, str] = {
     "report": "write a self-contained HTML report: a timeline per cassette",
     "serve": "serve cassettes over HTTP on loopback, for clients in any language",
     "conform": "run the conformance suite (bundled cassettes, fault matrix) against your adapter",
+    "golden": "check an adapter's chunk JSONL (any language) against its golden; --update writes it",
     "scan": "look for credentials in cassettes and goldens",
     "record": "record one live call into a cassette and its golden",
+    "drift": "re-send recorded requests to the live provider; report changes of shape, not text",
     "import": "turn vcrpy / pytest-recording cassettes of streamed LLM calls into replayable cases",
     "routes": "list the routes known from built-ins and configuration",
 }

@@ -1,4 +1,5 @@
-"""``dsh-replay serve``: answer HTTP requests on loopback from cassettes, for clients in any language."""
+"""``dsh-replay serve``: answer HTTP requests on loopback from cassettes, for clients in any language;
+with ``--record``, record them from the real provider (:mod:`dsh_replay.server.record`)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,17 @@ import argparse
 import asyncio
 import ipaddress
 import math
+import os
 import signal
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..server.record import RecordingProxy
 
 __all__ = ["is_loopback", "serve"]
 
@@ -34,9 +40,17 @@ DESCRIPTION = (
     "A request nothing matches gets a 404 with a JSON body naming the nearest cassette and the fields\n"
     "that differ. One line per request goes to stderr, credentials in the query (?key=...) replaced.\n"
     "A connection that sends no request for --idle-timeout seconds is closed; beyond --max-connections\n"
-    "open connections a new one gets a 503. Stop with Ctrl-C or SIGTERM (exit 0)."
+    "open connections a new one gets a 503. Stop with Ctrl-C or SIGTERM (exit 0).\n"
+    "\n"
+    "With --record, the server stands in front of the real provider: a request names its cassette\n"
+    "(/_dsh/NAME/-/... or the header), goes to the --upstream of its route with the client's own\n"
+    "credential, and streams back fragment by fragment while it is recorded in PATHS[0]/NAME.yaml,\n"
+    "scrubbed and scanned as pytest records (a cassette with a credential left is not written).\n"
+    "--record-mode once (the default) replays a NAME whose file exists. One line per request:\n"
+    "'recorded openai/text (200, 14 fragments, 2,341 B)'."
 )
-EXAMPLE = "dsh-replay serve cassettes/openai --port 8765"
+EXAMPLE = ("dsh-replay serve cassettes/openai --port 8765\n"
+           "  dsh-replay serve --record cassettes/node --upstream openai=https://api.openai.com")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +72,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve at most N connections at once; a connection over N is answered 503 and closed "
                              "at once, its request unread, and the first one is logged (default 256, well under "
                              "the usual ulimit -n of 1024)")
+    parser.add_argument("--match-on", default=None, metavar="NAMES",
+                        help="the matchers a request is compared with, comma-separated (vcrpy's names, as "
+                             "dsh_replay_config's match_on: method, scheme, host, port, path, query, uri, headers, "
+                             "body, raw_body); default: match_on of [tool.dsh_replay] in ./pyproject.toml, else "
+                             "method,path,query,body")
+    record = parser.add_argument_group("recording (--record)")
+    record.add_argument("--record", action="store_true",
+                        help="stand in front of the provider and record: a request that names a cassette (NAME) "
+                             "goes upstream and is recorded in PATHS[0]/NAME.yaml (PATHS[0] is a folder, made "
+                             "when missing)")
+    record.add_argument("--record-mode", default=None, choices=("once", "new_episodes", "all", "rewrite"),
+                        help="as in pytest: once (default) replays a NAME whose file exists and records a new one; "
+                             "new_episodes replays what matches and records the rest; all records everything, "
+                             "replacing what it re-records; rewrite replaces each file")
+    record.add_argument("--upstream", action="append", default=[], metavar="[ROUTE=]URL",
+                        help="where requests go: one URL for all, or one per route (repeat the option); a request "
+                             "picks its route with the header x-dsh-replay-route or the first part of its "
+                             "cassette name; a shipped route without one goes to its provider's public URL")
+    record.add_argument("--route", default=None,
+                        help="the route written in the cassettes' metadata (default: the request's route, or the "
+                             "one its URL shows)")
+    record.add_argument("--allow-insecure-upstream", action="store_true",
+                        help="allow http:// upstreams (a loopback emulator, a local server); the client's "
+                             "credential then crosses the network in clear")
+    record.add_argument("--upstream-timeout", default=None, metavar="SECONDS",
+                        help="how long the upstream may stay silent before its answer or between two reads; then "
+                             "it is recorded as timed out and the client's stream stalls (default 300)")
 
 
 def is_loopback(host: str) -> bool:
@@ -81,24 +122,41 @@ def _cassette_paths(paths: Sequence[str]) -> list[Path]:
     return cassettes
 
 
+def _served_while_recording(paths: Sequence[str]) -> list[Path]:
+    """The cassettes under ``paths`` that exist: the folder recordings go to may be new, or hold nothing yet."""
+    from .check import find_cases
+
+    existing = [p for p in paths if Path(p).exists()]
+    return find_cases(existing)[0] if existing else []
+
+
 async def serve(
     paths: Sequence[Path], host: str, port: int, speed: float, out: TextIO, err: TextIO,
     stop: asyncio.Event | None = None, idle_timeout: float | None = None, max_connections: int | None = None,
+    *, matchers: Sequence[Any] | None = None, proxy: Callable[..., RecordingProxy] | None = None,
 ) -> int:
     """Serve until SIGINT/SIGTERM (or ``stop`` is set); return the exit code.
 
-    ``idle_timeout`` and ``max_connections`` are :class:`.HttpServer`'s (None: its defaults).
+    ``idle_timeout`` and ``max_connections`` are :class:`.HttpServer`'s (None: its defaults);
+    ``proxy`` builds the recording proxy (``--record``), given the log and the served cassettes' server.
     """
-    from ..cassette.server import CassetteServer
-    from ..cassette.server_http import IDLE_TIMEOUT, MAX_CONNECTIONS, HttpServer
+    from ..server.http import IDLE_TIMEOUT, MAX_CONNECTIONS, HttpServer, ReplayResponder, Responder
+    from ..server.replay import CassetteServer
 
-    core = CassetteServer.load(paths, speed=speed)
+    core = CassetteServer.load(paths, speed=speed, matchers=matchers) if paths else None
 
     def log(line: str) -> None:
         err.write(line + "\n")
         err.flush()
 
-    server = HttpServer(core, log=log, idle_timeout=idle_timeout or IDLE_TIMEOUT,
+    recording = proxy(log=log, replay=core) if proxy is not None else None
+    responder: Responder
+    if recording is not None:
+        responder = recording
+    else:
+        assert core is not None  # without --record there is a cassette (or _cassette_paths refused)
+        responder = ReplayResponder(core, log)
+    server = HttpServer(responder, log=log, idle_timeout=idle_timeout or IDLE_TIMEOUT,
                         max_connections=max_connections or MAX_CONNECTIONS)
     try:
         bound = await server.start(host, port)
@@ -117,9 +175,9 @@ async def serve(
         except (RuntimeError, ValueError, NotImplementedError):  # not the main thread, or no signals here
             pass
     shown = f"[{host}]" if ":" in host else host
-    out.write(f"serving {len(core.cassettes)} cassettes on http://{shown}:{bound}\n")
+    out.write(f"serving {len(core.cassettes) if core else 0} cassettes on http://{shown}:{bound}\n")
     out.flush()
-    for path, earlier in core.shadowed():
+    for path, earlier in core.shadowed() if core else ():
         log(f"note: {path} records the same requests as {earlier}, which answers them; pick it with "
             f"http://{shown}:{bound}/_dsh/{path.with_suffix('').as_posix()}/-/...")
     try:
@@ -127,10 +185,21 @@ async def serve(
     finally:
         for signum in handled:
             loop.remove_signal_handler(signum)
+        if recording is not None:
+            recording.stopping()  # the open recordings are written once, below, as cut
         await server.close()
+        if recording is not None:
+            await recording.close()
         loop.set_exception_handler(previous_handler)
     busy = f", {server.turned_away} connection(s) turned away (503)" if server.turned_away else ""
-    err.write(f"dsh-replay serve: stopped after {core.requests} request(s), {core.unmatched} unmatched{busy}\n")
+    if recording is not None:
+        count = recording.recorded + recording.replayed + recording.refused
+        err.write(f"dsh-replay serve: stopped after {count} request(s): {recording.recorded} recorded, "
+                  f"{recording.replayed} replayed, {recording.refused} refused; {len(recording.written)} "
+                  f"cassette(s) written{busy}\n")
+    else:
+        assert core is not None
+        err.write(f"dsh-replay serve: stopped after {core.requests} request(s), {core.unmatched} unmatched{busy}\n")
     err.flush()
     return 0
 
@@ -167,9 +236,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be from 0 to 65535 (0 picks a free port), got {args.port}")
     speed = parse_speed(args.speed)
-    idle_timeout = _idle_timeout(args.idle_timeout)
+    idle_timeout = _seconds(args.idle_timeout, "--idle-timeout")
     if args.max_connections is not None and args.max_connections < 1:
         raise ConfigError(f"--max-connections must be 1 or more, got {args.max_connections}")
+    matchers = _matchers(args.match_on)
+    proxy = _proxy(args, speed, matchers) if args.record else None
+    if proxy is None and (args.record_mode or args.upstream or args.route or args.allow_insecure_upstream
+                          or args.upstream_timeout):
+        raise ConfigError("--record-mode, --upstream, --route, --allow-insecure-upstream and --upstream-timeout "
+                          "are options of recording: add --record")
     # "localhost" may resolve to ::1 and 127.0.0.1, and --port 0 would bind each to its own free
     # port: one address, so the printed URL is the one every client reaches
     host = "127.0.0.1" if args.host.lower() in ("localhost", "localhost.") else args.host.strip("[]")
@@ -177,15 +252,55 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # a stop asked for while the cassettes load is honoured once serving starts: still exit 0, last line
     previous = _stop_on_signals(stop)
     try:
-        paths = _cassette_paths(args.paths)
-        return asyncio.run(serve(paths, host, args.port, speed, out, err, stop, idle_timeout, args.max_connections))
+        paths = _served_while_recording(args.paths) if args.record else _cassette_paths(args.paths)
+        return asyncio.run(serve(paths, host, args.port, speed, out, err, stop, idle_timeout, args.max_connections,
+                                 matchers=matchers, proxy=proxy))
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
 
-def _idle_timeout(value: str | None) -> float | None:
-    """``--idle-timeout`` in seconds, None when not given."""
+def _matchers(names: str | None) -> list[Any] | None:
+    """``--match-on``, else ``match_on`` of ``[tool.dsh_replay]`` in ./pyproject.toml; None: the default ones."""
+    from ..cassette.config import RecordingConfig, matchers_named, parse_match_on
+
+    if names is not None:
+        parsed = parse_match_on([name.strip() for name in names.split(",") if name.strip()], "--match-on")
+        return matchers_named(parsed or ())
+    return RecordingConfig.from_pyproject(Path("pyproject.toml")).matchers()
+
+
+def _proxy(args: argparse.Namespace, speed: float, matchers: Sequence[Any] | None) -> Callable[..., RecordingProxy]:
+    """What builds the recording proxy of ``--record``, its settings checked now."""
+    import functools
+
+    from ..cassette.config import RecordingConfig
+    from ..cassette.files import remove_stale_temp_files
+    from ..server.record import UPSTREAM_TIMEOUT, RecordingProxy
+    from ..server.upstream import Upstreams
+    from .common import route_table
+
+    if os.environ.get("CI"):
+        raise ConfigError("serve --record is refused because CI is set: CI only replays. Record locally and commit.")
+    folder = Path(args.paths[0])
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder}: with --record the first PATH is the folder cassettes are recorded in, "
+                          "and this is a file")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot make the folder {folder}: {exc.strerror or exc}") from None
+    remove_stale_temp_files(folder, older_than=time.time())  # what a killed recording left
+    upstreams = Upstreams.parse(args.upstream, insecure=args.allow_insecure_upstream)
+    config = RecordingConfig.from_pyproject(Path("pyproject.toml"))
+    timeout = _seconds(args.upstream_timeout, "--upstream-timeout") or UPSTREAM_TIMEOUT
+    return functools.partial(RecordingProxy, folder=folder, upstreams=upstreams, mode=args.record_mode or "once",
+                             route=args.route, matchers=matchers, filters=config.filters, routes=route_table(args),
+                             speed=speed, timeout=timeout)
+
+
+def _seconds(value: str | None, option: str) -> float | None:
+    """``option``'s value in seconds, None when not given."""
     if value is None:
         return None
     try:
@@ -193,7 +308,7 @@ def _idle_timeout(value: str | None) -> float | None:
     except ValueError:
         seconds = math.nan
     if not 0 < seconds < math.inf:
-        raise ConfigError(f"--idle-timeout must be a number of seconds above 0, got {value}")
+        raise ConfigError(f"{option} must be a number of seconds above 0, got {value}")
     return seconds
 
 

@@ -31,15 +31,16 @@ class FileReport:
     raised: str | None = None
 
 
-def validate_file(path: Path) -> FileReport:
+def validate_file(path: Path, data: bytes | None = None) -> FileReport:
     """Run the rules over a JSONL chunk file; a line that is not a chunk is a P1 violation.
 
-    A file that is not chunks at all (a cassette, a raw provider body) raises
-    ``DshReplayError`` saying what it is and which command reads it, instead of
-    a P1 line for each of its lines.
+    ``data``: the file's bytes, already read (stdin's, say). A file that is not
+    chunks at all (a cassette, a raw provider body) raises ``DshReplayError``
+    saying what it is and which command reads it, instead of a P1 line for
+    each of its lines.
     """
     try:
-        data = path.read_bytes()
+        data = path.read_bytes() if data is None else data
     except OSError as exc:
         raise DshReplayError(f"{path}: cannot read ({exc.strerror or exc})") from None
     parsed = parse_golden_lines(data)

@@ -33,7 +33,7 @@ from ..protocol.jsonl import dump_jsonl, load_golden
 from ..protocol.validator import SequenceValidator
 from .cases import ConformanceCase
 
-__all__ = ["CASE_TIMEOUT", "CaseVerdict", "build_adapter", "run_case"]
+__all__ = ["CASE_TIMEOUT", "CaseVerdict", "Seen", "build_adapter", "judge_requests", "judge_runs", "run_case"]
 
 #: seconds one case may take before it counts as a hang (generous: a loaded CI machine)
 CASE_TIMEOUT = 30.0
@@ -82,7 +82,9 @@ def _virtual_time() -> Iterator[None]:
 
 
 @dataclass
-class _Seen:
+class Seen:
+    """A request the adapter sent, and the interaction that answered it (None: none did)."""
+
     method: str
     path: str
     body: bytes
@@ -96,7 +98,7 @@ class _Answerer:
     def __init__(self, case: ConformanceCase) -> None:
         self.case = case
         self.played = [False] * len(case.interactions)
-        self.seen: list[_Seen] = []
+        self.seen: list[Seen] = []
 
     def _pick(self, method: str, path: str) -> int | None:
         same = [n for n, i in enumerate(self.case.interactions)
@@ -111,7 +113,7 @@ class _Answerer:
         method, path = request.method, request.url.path
         position = self._pick(method, path)
         timeout = (request.extensions.get("timeout") or {}).get("read")
-        self.seen.append(_Seen(method, path, bytes(request.content), timeout, position))
+        self.seen.append(Seen(method, path, bytes(request.content), timeout, position))
         if position is None:
             recorded = ", ".join(sorted({f"{i.request.method} {i.request.path}" for i in self.case.interactions}))
             raise CassetteError(
@@ -185,17 +187,19 @@ async def run_case(factory: Callable[..., Any], case: ConformanceCase, *, strict
     if scope.cancelled_caught:
         verdict.problem = f"hang: no result after {CASE_TIMEOUT:.0f} s (the adapter must end or raise on its own)"
         return verdict
-    _judge_requests(answerer, verdict, strict=strict_requests)
+    judge_requests(answerer.seen, case, verdict, strict=strict_requests)
     if not verdict.problem:
-        _judge_runs(runs, case, verdict)
+        judge_runs(runs, case, verdict)
     return verdict
 
 
-def _judge_requests(answerer: _Answerer, verdict: CaseVerdict, *, strict: bool) -> None:
-    for seen in answerer.seen:
+def judge_requests(seen_requests: Sequence[Seen], case: ConformanceCase, verdict: CaseVerdict, *,
+                   strict: bool) -> None:
+    """Note (or with ``strict`` fail on) request bodies that differ from the recorded ones; a stall needs a timeout."""
+    for seen in seen_requests:
         if seen.answered_by is None:
             continue
-        recorded = answerer.case.interactions[seen.answered_by].request.body or b""
+        recorded = case.interactions[seen.answered_by].request.body or b""
         fields = _body_changes(recorded, seen.body)
         if fields:
             message = f"request body of {seen.method} {seen.path} differs from the recorded one in: {', '.join(fields[:8])}"
@@ -204,8 +208,8 @@ def _judge_requests(answerer: _Answerer, verdict: CaseVerdict, *, strict: bool) 
                 return
             if message not in verdict.notes:
                 verdict.notes.append(message)
-    stalled = answerer.case.fault is not None and answerer.case.fault.kind == "stall"
-    if stalled and any(s.read_timeout is None or math.isinf(s.read_timeout) for s in answerer.seen):
+    stalled = case.fault is not None and case.fault.kind == "stall"
+    if stalled and any(s.read_timeout is None or math.isinf(s.read_timeout) for s in seen_requests):
         verdict.problem = "the adapter sets no read timeout: a stalled stream would hang it; give its client one"
 
 
@@ -218,7 +222,8 @@ def _body_changes(recorded: bytes, sent: bytes) -> list[str]:
         return ["<body>"]
 
 
-def _judge_runs(runs: Sequence[tuple[list[Any], BaseException | None]], case: ConformanceCase, verdict: CaseVerdict) -> None:
+def judge_runs(runs: Sequence[tuple[list[Any], BaseException | None]], case: ConformanceCase, verdict: CaseVerdict) -> None:
+    """Judge each call's chunks and error: the rules, the golden, or the typed error a fault must give."""
     for call, (chunks, raised) in enumerate(runs, start=1):
         validator = SequenceValidator()
         for chunk in chunks:

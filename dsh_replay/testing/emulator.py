@@ -242,6 +242,9 @@ class _Server(socketserver.ThreadingTCPServer):
     # stop() joins them itself, after unblocking them.
     daemon_threads = True
     block_on_close = False
+    # socketserver's backlog is 5: fifty clients connecting at once would see SYNs dropped and
+    # retried a second or more later, a stall that is the emulator's, not the code under test's
+    request_queue_size = 128
 
     def __init__(self, emulator: ProviderEmulator) -> None:
         self.emulator = emulator

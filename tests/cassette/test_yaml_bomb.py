@@ -108,7 +108,7 @@ print(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue()}))
 @pytest.mark.parametrize(("module", "name", "call"), [
     ("dsh_replay.cassette.yaml_file", "load_yaml", "load_yaml(Path(sys.argv[1]).read_bytes(), sys.argv[1])"),
     ("dsh_replay.cassette.store", "Cassette", "Cassette.load(sys.argv[1])"),
-    ("dsh_replay.cassette.server", "CassetteServer", "CassetteServer.load([Path(sys.argv[1])])"),
+    ("dsh_replay.server.replay", "CassetteServer", "CassetteServer.load([Path(sys.argv[1])])"),
 ], ids=["load_yaml", "Cassette.load", "CassetteServer.load"])
 def test_loading_refuses_the_bomb(project: Path, module: str, name: str, call: str) -> None:
     found = guarded(LOADING.format(module=module, name=name, call=call), str(CASE), cwd=project)

@@ -12,7 +12,8 @@ from dsh_replay._version import __version__
 
 from .conftest import run
 
-COMMANDS = ["check", "validate", "trace", "diff", "show", "report", "serve", "scan", "record", "routes", "conform"]
+COMMANDS = ["check", "validate", "trace", "diff", "show", "report", "serve", "scan", "record", "routes", "conform",
+            "golden"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

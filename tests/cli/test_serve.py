@@ -51,12 +51,12 @@ def _first_line(process: subprocess.Popen[str]) -> str:
 
 
 @contextmanager
-def serving(*argv: str, descriptors: int | None = None) -> Iterator[Served]:
+def serving(*argv: str, descriptors: int | None = None, env: dict[str, str] | None = None) -> Iterator[Served]:
     """``dsh-replay serve ARGV`` in a subprocess; with ``descriptors``, under ``ulimit -n DESCRIPTORS``."""
     command = [sys.executable, "-m", "dsh_replay", "serve", *argv]
     if descriptors is not None:
         command = ["sh", "-c", f'ulimit -n {descriptors} && exec "$@"', "sh", *command]
-    process = subprocess.Popen(command, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         line = _first_line(process)
         found = FIRST_LINE.fullmatch(line.strip())
@@ -292,8 +292,8 @@ def test_bad_limits_are_one_line_errors(argv: list[str], message: str) -> None:
 
 
 def test_the_limits_default_to_the_servers() -> None:
-    from dsh_replay.cassette.server_http import IDLE_TIMEOUT, MAX_CONNECTIONS
     from dsh_replay.cli.main import command_parser
+    from dsh_replay.server.http import IDLE_TIMEOUT, MAX_CONNECTIONS
 
     help_text = " ".join(command_parser("serve").format_help().split())
     assert f"(default {IDLE_TIMEOUT:g})" in help_text and f"(default {MAX_CONNECTIONS}," in help_text

@@ -1,12 +1,12 @@
-"""The cassette server on the wire: asyncio streams and h11, one task per connection.
+"""The server on the wire: asyncio streams and h11, one task per connection.
 
-h11 parses each request and frames each response; :class:`.server.CassetteServer`
-decides what to answer. A recorded body goes out as one HTTP chunk per
-recorded fragment (``writer.drain()`` after each, so a fragment leaves as its
-own TCP segment unless the client reads slowly), and ends as the recording
-ended: the final chunk, a close without it, a reset, or silence. Connections
+h11 parses each request; a :class:`Responder` decides what to answer and
+writes it through a :class:`.wire.Reply`: :class:`ReplayResponder` from
+cassettes (:class:`.replay.CassetteServer`), the recording proxy
+(:class:`.record.RecordingProxy`) from the provider behind it. Connections
 are kept alive between requests; :meth:`HttpServer.close` stops listening and
-closes every open connection.
+closes every open connection (a response cut mid-body is reset, so no client
+takes it for a whole one).
 
 No client holds the server for the others:
 
@@ -20,26 +20,28 @@ No client holds the server for the others:
   and closed, and the log says so the first time only.
 
 The log has one line per request; a target's credentials (``?key=...``) are
-replaced as a cassette's are (:class:`.secrets.Scrubber`).
+replaced as a cassette's are (:class:`..cassette.scrub.Scrubber`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
-import socket
-import struct
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
 
 import h11
-import orjson
 
+from ..cassette.scrub import Scrubber
 from ..errors import DshReplayError
-from .scrub import Scrubber
-from .server import CassetteServer, NoMatch, Playback
+from .replay import CassetteServer, Unmatched
+from .wire import READ_SIZE, Reply, finish
 
-__all__ = ["IDLE_TIMEOUT", "MAX_CONNECTIONS", "MAX_REQUEST_BYTES", "STALL_SECONDS", "HttpServer"]
+__all__ = [
+    "IDLE_TIMEOUT", "MAX_CONNECTIONS", "MAX_REQUEST_BYTES", "STALL_SECONDS", "HttpServer", "ReplayResponder",
+    "Request", "Responder",
+]
 
 #: a request body beyond this is refused (413): no provider request is near it, a runaway upload is
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
@@ -49,7 +51,6 @@ STALL_SECONDS = 300.0
 IDLE_TIMEOUT = 10.0
 #: connections served at once; well under the usual ``ulimit -n`` of 1024, so accept() never runs out of descriptors
 MAX_CONNECTIONS = 256
-_READ_SIZE = 65536
 # h11 quotes the bytes it refused (a request line with its query, a header with its credential)
 _QUOTED = re.compile(r"(?::\s*|\s+)(?:bytearray\()?b['\"].*", re.DOTALL)
 
@@ -58,15 +59,58 @@ class _Closed(Exception):
     """The client went away, or sent something that is not HTTP/1.1."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request:
+    """One whole request: ``target`` is the request line's path and query; ``shown`` is how the log shows it."""
+
+    method: str
+    target: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    shown: str
+
+
+class Responder(Protocol):
+    """Answers a request through ``reply``; a :class:`DshReplayError` before the head becomes a 500."""
+
+    async def respond(self, request: Request, reply: Reply) -> None: ...
+
+
+class ReplayResponder:
+    """Answers from cassettes: the recorded response, or a 404 that says why nothing matched."""
+
+    def __init__(self, core: CassetteServer, log: Callable[[str], None]) -> None:
+        self.core, self.log = core, log
+
+    async def respond(self, request: Request, reply: Reply) -> None:
+        answer = self.core.find(request.method, request.target, request.headers, request.body)
+        if isinstance(answer, Unmatched):
+            # the diagnosis reads the request against every candidate interaction: on this loop, a
+            # big request that matches nothing would hold every other connection's stream
+            miss = await asyncio.to_thread(self.core.diagnose, answer)
+            await reply.json(404, miss.body())
+            self.log(f"{request.shown} -> 404 no match (nearest: {miss.nearest or '-'})")
+            return
+        await reply.play(answer)
+        again = " again" if answer.repeated else ""
+        self.log(f"{request.shown} -> {answer.status} {answer.cassette} #{answer.position}{again} ({answer.ending})")
+
+
 class HttpServer:
-    """Serves ``core`` over HTTP/1.1; ``log`` gets one line per request."""
+    """Serves ``responder`` (or a :class:`CassetteServer`, answered by :class:`ReplayResponder`) over HTTP/1.1.
+
+    ``log`` gets one line per request.
+    """
 
     def __init__(
-        self, core: CassetteServer, *, log: Callable[[str], None] | None = None, stall_seconds: float = STALL_SECONDS,
-        idle_timeout: float = IDLE_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
+        self, responder: Responder | CassetteServer, *, log: Callable[[str], None] | None = None,
+        stall_seconds: float = STALL_SECONDS, idle_timeout: float = IDLE_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
-        self.core = core
         self.log = log or (lambda line: None)
+        if isinstance(responder, CassetteServer):
+            responder = ReplayResponder(responder, self.log)
+        self.responder: Responder = responder
         self.stall_seconds = stall_seconds
         self.idle_timeout = idle_timeout
         self.max_connections = max_connections
@@ -130,7 +174,7 @@ class HttpServer:
             # shutting down: a response cut mid-body is reset, so no client takes it for a whole one
             abort = conn.our_state is h11.SEND_BODY
         finally:
-            _finish(writer, reset=abort)
+            finish(writer, reset=abort)
 
     async def _turn_away(self, writer: asyncio.StreamWriter) -> None:
         """Answer 503 and close at once: ``max_connections`` are open. Logged the first time only.
@@ -197,7 +241,7 @@ class HttpServer:
         """
         wait = self.idle_timeout if by is None else max(by - asyncio.get_running_loop().time(), 0.0)
         try:
-            return await asyncio.wait_for(reader.read(_READ_SIZE), wait)
+            return await asyncio.wait_for(reader.read(READ_SIZE), wait)
         except asyncio.TimeoutError:
             if conn.their_state is not h11.IDLE or conn.trailing_data[0]:
                 message = f"the request did not arrive within {self.idle_timeout:g} s"
@@ -211,13 +255,7 @@ class HttpServer:
         """Answer ``status`` with a JSON error and ``connection: close``; log it unless ``quiet``."""
         if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
-        body = orjson.dumps({"error": {"type": kind, "message": message}})
-        headers = [("content-type", "application/json"), ("content-length", str(len(body))), ("connection", "close")]
-        with contextlib.suppress(h11.LocalProtocolError):
-            writer.write(conn.send(h11.Response(status_code=status, headers=headers)) or b"")
-            writer.write(conn.send(h11.Data(data=body)) or b"")
-            writer.write(conn.send(h11.EndOfMessage()) or b"")
-            await writer.drain()
+        await Reply(conn, None, writer, stall_seconds=0).error(status, kind, message, close=True)
         if not quiet:
             self.log(f"{status} refused: {message}")
 
@@ -228,77 +266,21 @@ class HttpServer:
         """Answer one request: (keep the connection, reset it)."""
         method, target = request.method.decode("ascii"), request.target.decode("ascii", "replace")
         try:
-            line = f"{method} {Scrubber().uri(target)[0]}"  # what the log shows of the request
+            shown = f"{method} {Scrubber().uri(target)[0]}"  # what the log shows of the request
         except ValueError as exc:  # urlsplit's: "//[..." is no URI
             await self._refuse(conn, writer, 400, f"the request target is not a URI: {exc}")
             return False, False
         headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in request.headers]
+        reply = Reply(conn, reader, writer, stall_seconds=self.stall_seconds)
         try:
-            found = self.core.find(method, target, headers, body)
-            # the diagnosis reads the request against every candidate interaction: on this loop, a
-            # big request that matches nothing would hold every other connection's stream
-            answer = found if isinstance(found, Playback) else await asyncio.to_thread(self.core.diagnose, found)
+            await self.responder.respond(Request(method=method, target=target, headers=headers, body=body,
+                                                 shown=shown), reply)
         except DshReplayError as exc:  # a configured matcher that fails: say so to the client, keep serving
+            await reply.unwatch()
+            if reply.started:
+                raise _Closed(str(exc)) from None
             await self._refuse(conn, writer, 500, str(exc), "dsh_replay_error")
             return False, False
-        if isinstance(answer, NoMatch):
-            await self._not_found(conn, writer, answer)
-            self.log(f"{line} -> 404 no match (nearest: {answer.nearest or '-'})")
-            return True, False
-        return await self._stream(conn, writer, reader, line, answer)
-
-    async def _not_found(self, conn: h11.Connection, writer: asyncio.StreamWriter, answer: NoMatch) -> None:
-        payload = answer.body()
-        head = [("content-type", "application/json"), ("content-length", str(len(payload)))]
-        writer.write(conn.send(h11.Response(status_code=404, headers=head)) or b"")
-        writer.write(conn.send(h11.Data(data=payload)) or b"")
-        writer.write(conn.send(h11.EndOfMessage()) or b"")
-        await writer.drain()
-
-    async def _stream(
-        self, conn: h11.Connection, writer: asyncio.StreamWriter, reader: asyncio.StreamReader,
-        line: str, playback: Playback,
-    ) -> tuple[bool, bool]:
-        # latin-1, as HTTP/1.1 reads header bytes: a recorded value outside ASCII goes out as it came in
-        headers = [(name.encode("latin-1", "replace"), value.encode("latin-1", "replace"))
-                   for name, value in playback.headers]
-        head = h11.Response(status_code=playback.status, headers=headers,
-                            reason=playback.reason.encode("latin-1", "replace"))
-        writer.write(conn.send(head) or b"")
-        await writer.drain()
-        for delay, piece in playback.steps():
-            if delay > 0:
-                await playback.pacing.clock.async_sleep(delay)
-            if piece:
-                writer.write(conn.send(h11.Data(data=piece)) or b"")
-                await writer.drain()
-        again = " again" if playback.repeated else ""
-        self.log(f"{line} -> {playback.status} {playback.cassette} #{playback.position}{again} ({playback.ending})")
-        if playback.ending == "complete":
-            writer.write(conn.send(h11.EndOfMessage()) or b"")
-            await writer.drain()
-            return True, False
-        if playback.ending == "stall":
-            # silence until the client's read timeout ends it, or ours does
-            with contextlib.suppress(asyncio.TimeoutError, ConnectionError):
-                await asyncio.wait_for(_until_closed(reader), self.stall_seconds)
-        return False, playback.ending == "reset"
-
-
-async def _until_closed(reader: asyncio.StreamReader) -> None:
-    while await reader.read(_READ_SIZE):
-        pass
-
-
-def _finish(writer: asyncio.StreamWriter, *, reset: bool) -> None:
-    """Close the connection: a FIN after what was sent, or with ``reset`` a TCP RST."""
-    if reset:
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            # linger on, timeout 0: close() sends a RST instead of a FIN (the client reads ECONNRESET)
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        writer.transport.abort()
-        return
-    writer.close()
-
+        finally:
+            await reply.unwatch()
+        return reply.keep, reply.reset

@@ -17,10 +17,10 @@ import orjson
 import pytest
 from vcr.request import Request as VcrRequest
 
-from dsh_replay.cassette.server import CassetteServer, NoMatch, Playback
-from dsh_replay.cassette.server_http import HttpServer
 from dsh_replay.cassette.store import Cassette, Interaction, RecordedError
 from dsh_replay.errors import CassetteError
+from dsh_replay.server.http import HttpServer
+from dsh_replay.server.replay import CassetteServer, NoMatch, Playback
 from tests.clocks import RecordingClock
 
 URL = "https://api.example.test/v1/chat/completions"

@@ -17,9 +17,9 @@ import orjson
 import pytest
 
 from dsh_replay.cassette.matching import DIFF_CHARS, DIFF_LINES, describe_mismatch
-from dsh_replay.cassette.server import CassetteServer, NoMatch, Unmatched
+from dsh_replay.server.replay import CassetteServer, NoMatch, Unmatched
 
-from .test_server import (
+from .test_replay import (
     BODY,
     GUARD,
     PIECES,

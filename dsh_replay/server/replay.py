@@ -4,14 +4,15 @@ This is the server's core, with no socket in it: :class:`CassetteServer` takes
 a request (method, target, headers, body) and returns a :class:`Playback` (the
 recorded status and headers, the body's pieces with the seconds to wait before
 each, and how the response ends) or a :class:`NoMatch` (the nearest cassette
-and what differs). :mod:`.server_http` puts it on the wire. Finding the answer
+and what differs). :mod:`.http` puts it on the wire. Finding the answer
 (:meth:`CassetteServer.find`) is cheap; explaining a miss
 (:meth:`CassetteServer.diagnose`) compares the request with every candidate, so
 it is a step of its own that a server runs in a worker thread.
 
 Matching is replay's, with its default matchers (method, path and query as
-vcrpy compares them, and the JSON body as data). Host and scheme never count,
-so a client pointed at ``http://127.0.0.1:PORT`` matches requests recorded
+vcrpy compares them, and the JSON body as data) unless others are given
+(``--match-on``); a 404 names the ones used. Host and scheme never count, so
+a client pointed at ``http://127.0.0.1:PORT`` matches requests recorded
 against the provider.
 
 Which interaction plays:
@@ -30,7 +31,10 @@ Which interaction plays:
   (vcrpy's ``allow_playback_repeats``): a server outlives any one test, and a
   client that retries or runs twice should not start getting 404s.
 
-How a response ends is how the recording ended (:func:`.pacing.stop_for`):
+A body goes out in the recorded fragments, or re-cut as ``fragmentation``
+asks; a ``fault`` (the conformance suite's) cuts, resets or stalls it
+instead of the recorded ending. How a response ends is how the recording
+ended (:func:`.pacing.stop_for`):
 
 =====================================  ==========================================
 recorded                               on the wire
@@ -42,6 +46,7 @@ a recorded ``RemoteProtocolError``     the same: the peer closed mid-body
 any other recorded transport error     the recorded bytes, then a TCP reset
 a recorded read timeout                the recorded bytes, then nothing until the
                                        client gives up (or ``stall_seconds``)
+an injected truncation                 the body up to the cut, then the final chunk
 =====================================  ==========================================
 """
 
@@ -55,8 +60,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ..errors import CassetteError
-from .matching import (
+from ..cassette.matching import (
     Body,
     Matcher,
     Nearest,
@@ -67,15 +71,27 @@ from .matching import (
     nearest,
     requests_match,
 )
-from .pacing import CLOCK, Clock, Fragmentation, Pacing, clip, parse_speed, piece_plan, stop_for
-from .scrub import Scrubber
-from .store import Cassette, Interaction
+from ..cassette.pacing import (
+    CLOCK,
+    Clock,
+    Fault,
+    Fragmentation,
+    Pacing,
+    clip,
+    parse_speed,
+    piece_plan,
+    stop_for,
+)
+from ..cassette.scrub import Scrubber
+from ..cassette.store import Cassette, Interaction
+from ..errors import CassetteError
 
 if TYPE_CHECKING:
     from vcr.request import Request as VcrRequest
 
 __all__ = [
-    "SELECT_HEADER", "SELECT_PREFIX", "CassetteServer", "Ending", "NoMatch", "Playback", "Unmatched", "response_headers",
+    "SELECT_HEADER", "SELECT_PREFIX", "CassetteServer", "Ending", "NoMatch", "Playback", "Unmatched", "ending_for",
+    "forwardable", "matcher_names", "response_headers", "selection",
 ]
 
 #: the request header that picks the cassettes a request may be answered from
@@ -102,9 +118,26 @@ _CLOSED_KINDS = frozenset({"RemoteProtocolError", "IncompleteRead", "ProtocolErr
 _DIFF_FIELDS = 49
 
 
+def forwardable(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``headers`` less the framing and hop-by-hop ones, which the server sets itself; order kept."""
+    return [(name, value) for name, value in headers if name.lower() not in _NOT_FORWARDED]
+
+
 def response_headers(interaction: Interaction) -> list[tuple[str, str]]:
     """The recorded response headers a server may send again, in recorded order."""
-    return [(name, value) for name, value in interaction.headers if name.lower() not in _NOT_FORWARDED]
+    return forwardable(interaction.headers)
+
+
+def matcher_names(matchers: Sequence[Matcher]) -> list[str]:
+    """The names ``--match-on`` and ``match_on`` give ``matchers`` (``body`` for ours)."""
+    return ["body" if m is body_matcher else getattr(m, "__name__", repr(m)) for m in matchers]
+
+
+def ending_for(kind: str) -> Ending:
+    """How a stream that failed with the exception ``kind`` (as a cassette names it) ends on the wire."""
+    if kind in ("ReadTimeout", "TimeoutException"):
+        return "stall"
+    return "cut" if kind in _CLOSED_KINDS else "reset"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,10 +169,13 @@ class NoMatch:
     message: str
     nearest: Path | None
     diff: list[str]
+    #: the matchers the request was compared with (``method``, ``path``, ``query``, ``body``...)
+    matchers: list[str] = field(default_factory=list)
 
     def body(self) -> bytes:
         nearest = str(self.nearest) if self.nearest is not None else None
-        error = {"type": "dsh_replay_no_match", "message": self.message, "nearest": nearest, "diff": self.diff}
+        error = {"type": "dsh_replay_no_match", "message": self.message, "nearest": nearest, "diff": self.diff,
+                 "matchers": self.matchers}
         return orjson.dumps({"error": error})
 
 
@@ -170,15 +206,13 @@ class _Served:
         return self.cassette.path.with_suffix("").as_posix()
 
 
-def _ending(interaction: Interaction) -> Ending:
-    stop = stop_for(interaction, None)
-    if stop is None:
-        return "complete"
+def _ending(interaction: Interaction, fault: Fault | None) -> Ending:
+    stop = stop_for(interaction, fault)
+    if stop is None or stop.kind == "truncate":
+        return "complete"  # an injected truncation ends the body cleanly, early: the terminal event is missing
     if stop.kind == "stall":
         return "stall"
-    if stop.kind == "abandoned" or stop.error in _CLOSED_KINDS:
-        return "cut"
-    return "reset"
+    return "cut" if stop.kind == "abandoned" else ending_for(stop.error)
 
 
 class CassetteServer:
@@ -186,7 +220,8 @@ class CassetteServer:
 
     ``clock`` is what pacing sleeps through and reads the time from (tests
     pass a fake one and assert on the sleeps asked for); ``speed`` multiplies
-    the recorded gaps (0: no waiting).
+    the recorded gaps (0: no waiting); ``fragmentation`` re-cuts the bodies;
+    ``fault`` strikes every played interaction (or the one it names).
     """
 
     def __init__(
@@ -196,10 +231,14 @@ class CassetteServer:
         speed: float = 0.0,
         clock: Clock | None = None,
         matchers: Sequence[Matcher] | None = None,
+        fragmentation: Fragmentation | str = "recorded",
+        fault: Fault | None = None,
     ) -> None:
         if not cassettes:
             raise CassetteError("the server needs at least one cassette to serve")
         self.speed = parse_speed(speed)
+        self.fragmentation = Fragmentation.parse(fragmentation)
+        self.fault = fault
         self.clock = clock or CLOCK
         self.matchers = list(matchers if matchers is not None else default_matchers())
         # body_matcher's place is taken by Body.same on bodies parsed once: called, it would parse a big
@@ -252,8 +291,7 @@ class CassetteServer:
 
         self.requests += 1
         split = urlsplit(target)
-        path, selected = _selection(split.path or "/")
-        selected += [value for name, value in headers if name.lower() == SELECT_HEADER]
+        path, selected = selection(split.path or "/", headers)
         host = next((value for name, value in headers if name.lower() == "host"), "127.0.0.1")
         uri = f"http://{host}{path}" + (f"?{split.query}" if split.query else "")
         scrubbed = self._scrubber.request(uri, headers, body)
@@ -279,7 +317,7 @@ class CassetteServer:
             serving = ", ".join(s.name for s in self._served[:20])
             return NoMatch(message=f"no served cassette is named {', '.join(unmatched.selected)!r} (selected by "
                            f"{SELECT_HEADER} or {SELECT_PREFIX}NAME/-/); serving: {serving}",
-                           nearest=None, diff=["cassette"])
+                           nearest=None, diff=["cassette"], matchers=matcher_names(self.matchers))
         scored = [(nearest(wanted, unmatched.body, s.cassette.interactions, self.matchers, s.bodies), s)
                   for s in unmatched.candidates]
         # a cassette without interactions is the nearest only when every candidate is one
@@ -287,9 +325,11 @@ class CassetteServer:
         path = served.cassette.path
         if near is None:
             return NoMatch(message=f"cassette {path} has no interactions; nothing matches {wanted.method} "
-                           f"{urlsplit(wanted.uri).path}", nearest=path, diff=["no interactions"])
-        return NoMatch(message=f"cassette {path}: {explain(wanted, unmatched.body, near)}", nearest=path,
-                       diff=_diff(near, unmatched.body))
+                           f"{urlsplit(wanted.uri).path}", nearest=path, diff=["no interactions"],
+                           matchers=matcher_names(self.matchers))
+        used = matcher_names(self.matchers)
+        return NoMatch(message=f"cassette {path}: {explain(wanted, unmatched.body, near)}\n(matched on: "
+                       f"{', '.join(used)})", nearest=path, diff=_diff(near, unmatched.body), matchers=used)
 
     def _candidates(self, selected: list[str]) -> list[_Served]:
         names = [value.strip().removesuffix(".yaml").removesuffix(".yml").strip("/") for value in selected]
@@ -307,8 +347,9 @@ class CassetteServer:
     def _play(self, served: _Served, position: int, *, repeated: bool) -> Playback:
         served.plays[position] += 1
         interaction = served.cassette.interactions[position]
-        plan = piece_plan(interaction, Fragmentation("recorded"))
-        stop = stop_for(interaction, None)
+        fault = self.fault if self.fault is not None and self.fault.interaction in (None, position) else None
+        plan = piece_plan(interaction, self.fragmentation)
+        stop = stop_for(interaction, fault)
         if stop is not None:
             plan = clip(plan, stop.at)
         # a stall's wait is the server's (stall_seconds), not pacing's: give pacing no read timeout
@@ -316,18 +357,22 @@ class CassetteServer:
         return Playback(
             cassette=served.cassette.path, position=position, status=interaction.status,
             reason=interaction.reason, headers=response_headers(interaction), pacing=pacing,
-            ending=_ending(interaction), repeated=repeated,
+            ending=_ending(interaction, fault), repeated=repeated,
         )
 
 
-def _selection(path: str) -> tuple[str, list[str]]:
-    """``/_dsh/openai/text/-/v1/chat`` -> (``/v1/chat``, [``openai/text``]); any other path is its own."""
+def selection(path: str, headers: Sequence[tuple[str, str]] = ()) -> tuple[str, list[str]]:
+    """The path to match and the cassette names a request picks (path prefix first, then headers).
+
+    ``/_dsh/openai/text/-/v1/chat`` -> (``/v1/chat``, [``openai/text``]); any other path is its own.
+    """
+    picked = [value for name, value in headers if name.lower() == SELECT_HEADER]
     if path.startswith(SELECT_PREFIX) and "/-/" in path:
         name, _, rest = path[len(SELECT_PREFIX):].partition("/-/")
-        return f"/{rest}", [name]
+        return f"/{rest}", [name, *picked]
     if path.startswith(SELECT_PREFIX) and path.endswith("/-"):
-        return "/", [path[len(SELECT_PREFIX):-2]]
-    return path, []
+        return "/", [path[len(SELECT_PREFIX):-2], *picked]
+    return path, picked
 
 
 def _diff(near: Nearest, wanted: Body) -> list[str]:

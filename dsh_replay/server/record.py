@@ -1,0 +1,372 @@
+"""The recording proxy (``dsh-replay serve --record``): the real provider behind the server, recorded as pytest records.
+
+Theory of operation, for one request:
+
+1. **Which cassette.** The request names it as a replay picks one
+   (``/_dsh/NAME/-/...`` or ``x-dsh-replay-cassette: NAME``); the file is
+   ``<folder>/NAME.yaml``, checked to stay inside the folder
+   (:mod:`.naming`). A request that names none is answered from the served
+   cassettes if one matches it, else refused (400).
+2. **Replay or record.** The first request to a name decides for the server's
+   life, as the record mode does in pytest: with ``once`` a file that exists
+   is replayed as ``serve`` replays it (:class:`.replay.CassetteServer`), and
+   a new one records every request to that name; ``new_episodes``, ``all``
+   and ``rewrite`` go through a :class:`~dsh_replay.cassette.session.CassetteSession`,
+   the object ``use_cassette`` uses: the same scrubbing, filters, matching,
+   recorder and fail-closed secret scan, so nothing here copies them.
+3. **Upstream.** The request goes, as the client sent it but for the
+   headers :mod:`.upstream` drops, to the upstream of its route, with httpx.
+   Several requests to one name are several interactions, in the order their
+   responses began.
+4. **Streaming through.** The head goes to the client as soon as it arrives;
+   each body fragment is written to the client the moment it is read, and
+   recorded with its size and arrival time on the way. An upstream failure is
+   recorded at its offset and passed on as the same kind of failure (a
+   timeout stalls, a cut is a cut, a reset a reset: :func:`.replay.ending_for`).
+   A client that goes away is noticed even while the upstream is silent
+   (:meth:`.wire.Reply.watch`): the upstream response is closed, and the
+   interaction is recorded as far as the client got it, ``complete: false``.
+5. **Writing.** When the last open response of a name ends, its cassette is
+   written: metadata (:mod:`.metadata`), secret scan, atomic write, in a
+   worker thread while the name's next requests wait. A scan that finds a
+   credential refuses the write; the client has had its response, and stderr
+   names the file. On shutdown (:meth:`RecordingProxy.close`) the open
+   recordings are finished as cut and written; a killed server leaves the
+   last whole file, never half of one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from ..adapters.route_table import RouteTable
+from ..cassette.filters import RecordFilters
+from ..cassette.import_requests import detect_route
+from ..cassette.matching import Matcher
+from ..cassette.session import CassetteSession
+from ..cassette.store import RecordMode
+from ..errors import CassetteError, ConfigError, DshReplayError
+from .http import Request
+from .metadata import recorded_metadata
+from .naming import cassette_file, clean_name
+from .replay import CassetteServer, Ending, Playback, Unmatched, ending_for, forwardable, selection
+from .upstream import Upstreams, forwarded_headers, upstream_url
+from .wire import Reply
+
+__all__ = ["RECORD_MODES", "UPSTREAM_TIMEOUT", "RecordingProxy"]
+
+#: seconds the upstream may stay silent, before its head or between two reads, before it counts as stalled
+UPSTREAM_TIMEOUT = 300.0
+#: the record modes of ``serve --record`` (``none`` is plain ``serve``)
+RECORD_MODES = (RecordMode.ONCE, RecordMode.NEW_EPISODES, RecordMode.ALL, RecordMode.REWRITE)
+
+
+@dataclass(eq=False)
+class _Name:
+    """One cassette name in use: how it is answered, and its responses in flight."""
+
+    name: str
+    path: Path
+    core: CassetteServer | None = None  # ``once`` and the file existed: replayed as serve replays
+    session: CassetteSession | None = None  # otherwise: recorded (and replayed) as in pytest
+    new: bool = False  # the proxy fills its metadata
+    route: str | None = None
+    open: int = 0
+    dirty: bool = False
+    noted: bool = False
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass
+class _Tally:
+    pieces: int = 0
+    size: int = 0
+
+
+class RecordingProxy:
+    """The :class:`.http.Responder` of ``serve --record``; see the module docstring.
+
+    ``replay`` answers requests that name no cassette; ``routes`` reads the
+    options back from the requests (None: raw requests only); ``transport``
+    is the upstream's (default: httpx's connection pool).
+    """
+
+    def __init__(
+        self, *, folder: Path, upstreams: Upstreams, mode: RecordMode | str = RecordMode.ONCE,
+        route: str | None = None, matchers: Sequence[Matcher] | None = None, filters: RecordFilters | None = None,
+        routes: RouteTable | None = None, replay: CassetteServer | None = None, speed: float = 0.0,
+        timeout: float = UPSTREAM_TIMEOUT, log: Callable[[str], None] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.mode = RecordMode.parse(mode)
+        if self.mode not in RECORD_MODES:
+            raise ConfigError(f"record mode {self.mode.value!r} records nothing; "
+                              f"valid: {', '.join(m.value for m in RECORD_MODES)}")
+        self.folder, self.upstreams, self.route = folder, upstreams, route
+        self.matchers, self.filters, self.routes, self.replay = matchers, filters, routes, replay
+        self.speed = speed
+        self.log = log or (lambda line: None)
+        self._timeout = {"connect": min(timeout, 30.0), "read": timeout, "write": timeout, "pool": timeout}
+        # no pool limit of its own: the server's connection cap is the limit
+        self._transport = _Upstream(transport or httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=None)))
+        self._names: dict[Path, _Name] = {}
+        self._opening = asyncio.Lock()
+        self._closing = False
+        self._saves: set[asyncio.Future[None]] = set()
+        self.recorded = self.replayed = self.refused = 0
+        #: the cassettes written so far
+        self.written: set[Path] = set()
+
+    # -- one request ------------------------------------------------------------------------
+
+    async def respond(self, request: Request, reply: Reply) -> None:
+        split = urlsplit(request.target)
+        path, picked = selection(split.path or "/", request.headers)
+        if not picked:
+            await self._unnamed(request, reply)
+            return
+        try:
+            state = await self._open(picked[0])
+        except ConfigError as exc:
+            await self._refuse(reply, picked[0][:80], 400, "dsh_replay_bad_name", str(exc))
+            return
+        except CassetteError as exc:  # a cassette that exists and cannot be read
+            await self._refuse(reply, picked[0][:80], 500, "dsh_replay_error", str(exc))
+            return
+        if state.core is not None:
+            await self._replay(state.core, state.name, request, reply)
+        else:
+            await self._through(state, request, reply, path, split.query)
+
+    async def _unnamed(self, request: Request, reply: Reply) -> None:
+        """A request that names no cassette: replayed if a served cassette has it, else refused."""
+        if self.replay is not None:
+            found = self.replay.find(request.method, request.target, request.headers, request.body)
+            if not isinstance(found, Unmatched):
+                await self._play(found.cassette.with_suffix("").as_posix(), found, reply)
+                return
+        await self._refuse(reply, "-", 400, "dsh_replay_no_cassette_name",
+                           "name the cassette to record this request in: a base URL such as "
+                           "http://HOST:PORT/_dsh/openai/my-case/-/v1, or the header x-dsh-replay-cassette: "
+                           "openai/my-case")
+
+    async def _replay(self, core: CassetteServer, name: str, request: Request, reply: Reply) -> None:
+        found = core.find(request.method, request.target, request.headers, request.body)
+        if isinstance(found, Unmatched):
+            miss = await asyncio.to_thread(core.diagnose, found)
+            self.refused += 1
+            await reply.json(404, miss.body())
+            self.log(f"refused {name} (404 no match: the cassette exists, so record mode once replays it; "
+                     "--record-mode new_episodes records what it lacks)")
+            return
+        await self._play(name, found, reply)
+
+    async def _play(self, name: str, playback: Playback, reply: Reply) -> None:
+        pieces, size = await reply.play(playback)
+        self.replayed += 1
+        self.log(_line("replayed", name, playback.status, pieces, size, playback.ending))
+
+    async def _through(self, state: _Name, request: Request, reply: Reply, path: str, query: str) -> None:
+        """Send the request upstream through the name's session; stream the answer to the client."""
+        assert state.session is not None
+        try:
+            route, upstream = self.upstreams.pick(state.name, request.headers)
+        except ConfigError as exc:
+            await self._refuse(reply, state.name, 400, "dsh_replay_no_upstream", str(exc))
+            return
+        url = upstream_url(upstream, path, query)
+        outgoing = httpx.Request(request.method, url, headers=forwarded_headers(request.headers),
+                                 content=request.body, extensions={"timeout": self._timeout})
+        async with state.lock:  # not while the name's cassette is being written
+            state.open += 1
+        state.route = state.route or self.route or route or detect_route(url)
+        try:
+            played = state.session.played
+            try:
+                answer = state.session.handle(outgoing, self._transport, httpx, True)
+                response = await answer if inspect.isawaitable(answer) else answer
+            except httpx.TransportError as exc:
+                status = 504 if isinstance(exc, httpx.TimeoutException) else 502
+                await self._refuse(reply, state.name, status, "dsh_replay_upstream",
+                                   f"{url.split('?')[0]}: {type(exc).__name__}: {exc or 'no answer'}")
+                return
+            verb = "replayed" if state.session.played > played else "recorded"
+            state.dirty = state.dirty or verb == "recorded"
+            await self._relay(state.name, verb, response, reply)
+        finally:
+            state.open -= 1
+            if not state.open and not self._closing:
+                await self._save(state)
+
+    async def _relay(self, name: str, verb: str, response: httpx.Response, reply: Reply) -> None:
+        reason = response.extensions.get("reason_phrase", b"")
+        try:
+            await reply.head(response.status_code, forwardable(response.headers.multi_items()),
+                             reason.decode("latin-1") if isinstance(reason, bytes) else "")
+        except BaseException:  # the client went away before the head: close the upstream now, not at exit
+            await response.aclose()
+            raise
+        tally = _Tally()
+        pump = asyncio.create_task(_pump(response, reply, tally))
+        reply.watch(pump.cancel)
+        try:
+            await asyncio.wait({pump})
+        except asyncio.CancelledError:  # the server is stopping: the recording ends here, as cut
+            pump.cancel()
+            await asyncio.wait({pump})
+            self.log(_line(verb, name, response.status_code, tally.pieces, tally.size, "cut", "the server stopped"))
+            raise
+        self.recorded += verb == "recorded"
+        self.replayed += verb == "replayed"
+        if pump.cancelled() or isinstance(pump.exception(), ConnectionError):
+            reply.keep = False
+            self.log(_line(verb, name, response.status_code, tally.pieces, tally.size, "cut",
+                           "the client went away"))
+            return
+        failure = pump.result()
+        ending: Ending = "complete" if failure is None else ending_for(failure)
+        self.log(_line(verb, name, response.status_code, tally.pieces, tally.size, ending, failure or ""))
+        await reply.end(ending)
+
+    async def _refuse(self, reply: Reply, name: str, status: int, kind: str, message: str) -> None:
+        self.refused += 1
+        await reply.error(status, kind, message)
+        self.log(f"refused {name} ({status}: {message})")
+
+    # -- cassettes ------------------------------------------------------------------------
+
+    async def _open(self, picked: str) -> _Name:
+        name = clean_name(picked)
+        path = cassette_file(self.folder, name)
+        async with self._opening:
+            state = self._names.get(path)
+            if state is None:
+                state = self._names[path] = await asyncio.to_thread(self._make, name, path)
+        return state
+
+    def _make(self, name: str, path: Path) -> _Name:
+        exists = path.exists()
+        if self.mode is RecordMode.ONCE and exists:
+            return _Name(name, path, core=CassetteServer.load([path], speed=self.speed, matchers=self.matchers))
+        session = CassetteSession(path, self.mode, matchers=self.matchers, filters=self.filters, speed=self.speed)
+        return _Name(name, path, session=session, new=not exists or self.mode is RecordMode.REWRITE)
+
+    async def _save(self, state: _Name, *, closing: bool = False) -> None:
+        """Write the name's cassette unless responses of it are open; a stop does not cancel a write under way."""
+        task = asyncio.ensure_future(self._save_now(state, closing))
+        self._saves.add(task)
+        task.add_done_callback(self._saves.discard)
+        await asyncio.shield(task)
+
+    async def _save_now(self, state: _Name, closing: bool) -> None:
+        async with state.lock:
+            if state.session is None or not state.dirty or (state.open and not closing):
+                return
+            state.dirty = False
+            try:
+                why = await asyncio.to_thread(self._write, state)
+            except DshReplayError as exc:
+                self.log(f"warning: {state.path} was not written: {exc} The client had its response.")
+                return
+        if why and not state.noted:
+            state.noted = True
+            self.log(f"note: {state.path} holds the raw requests only, not their options: {why}")
+
+    def _write(self, state: _Name) -> str:
+        """Write the name's cassette (in a worker thread); why it has no options ("" when it has)."""
+        assert state.session is not None
+        why = ""
+        if state.new:
+            state.session.cassette.metadata, why = recorded_metadata(
+                state.route, state.session.cassette.interactions, self.routes)
+        # the recorders the caller left open are finished as cut; the scan refuses a credential
+        state.session.close()
+        if state.session.wrote:
+            self.written.add(state.path)
+        return why
+
+    def stopping(self) -> None:
+        """From now on, a response that ends does not write its cassette: :meth:`close` writes them all."""
+        self._closing = True
+
+    async def close(self) -> None:
+        """Write every cassette with recordings not yet written (open ones finished as cut); close the pool."""
+        self._closing = True
+        await asyncio.gather(*self._saves)
+        for state in list(self._names.values()):
+            await self._save(state, closing=True)
+        await self._transport.aclose()
+
+
+class _Upstream(httpx.AsyncBaseTransport):
+    """The upstream transport, its bodies wrapped in :class:`_Interruptible`."""
+
+    def __init__(self, pool: httpx.AsyncBaseTransport) -> None:
+        self.pool = pool
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.pool.handle_async_request(request)
+        response.stream = _Interruptible(response.stream)  # type: ignore[arg-type]
+        return response
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+
+class _Interruptible(httpx.AsyncByteStream):
+    """A body whose read, once cancelled (the client went away), never reads as its end.
+
+    The recorder asks, when a body is closed early, whether it had in fact
+    ended there (:mod:`dsh_replay.cassette.drain`); a body iterator a
+    cancellation went through is finished, and would answer "ended": the
+    recording would say ``complete: true`` of a stream the client left.
+    """
+
+    def __init__(self, inner: httpx.AsyncByteStream) -> None:
+        self.inner, self.pieces, self.cut = inner, inner.__aiter__(), False
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self.cut:
+            raise httpx.ReadError("the read of this body was cancelled")
+        try:
+            return await self.pieces.__anext__()
+        except asyncio.CancelledError:
+            self.cut = True
+            raise
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def _pump(response: httpx.Response, reply: Reply, tally: _Tally) -> str | None:
+    """Each piece of the body to the client as it arrives; the failure's kind, or None when the body ended."""
+    stream = response.stream
+    assert isinstance(stream, httpx.AsyncByteStream)  # the body as the transport gives it: raw, unread
+    try:
+        async for piece in stream:
+            await reply.piece(piece)
+            tally.pieces, tally.size = tally.pieces + 1, tally.size + len(piece)
+    except httpx.TransportError as exc:  # the recorder has noted it, at its offset
+        return type(exc).__name__
+    except CassetteError:  # a replayed recording its caller abandoned: cut where it was
+        return "RemoteProtocolError"
+    finally:
+        await response.aclose()  # closes the upstream; an early close records the interaction as incomplete
+    return None
+
+
+def _line(verb: str, name: str, status: int, pieces: int, size: int, ending: Ending, why: str = "") -> str:
+    """``recorded openai/text (200, 14 fragments, 2,341 B)``, and how it ended when not whole."""
+    fragments = f"{pieces} fragment{'s' if pieces != 1 else ''}"
+    end = "" if ending == "complete" else f", {ending}" + (f": {why}" if why else "")
+    return f"{verb} {name} ({status}, {fragments}, {size:,} B{end})"
