@@ -139,12 +139,8 @@ class _Call:
         self, request: Any, interaction: Interaction, *, fragmentation: Fragmentation, speed: float,
         fault: Fault | None, path: str, is_async: bool,
     ) -> aiohttp.ClientResponse:
-        pacing, stop = pacing_for(interaction, fragmentation, speed, fault, self._read_timeout())
-
-        def failure() -> BaseException:
-            assert stop is not None
-            return _stop_error(stop, path)
-
+        pacing, failure = pacing_for(interaction, fragmentation, speed, fault, self._read_timeout(),
+                                     lambda stop: _stop_error(stop, path))
         self.replayed = True
         return self._response(interaction, planned_async(pacing, failure))
 

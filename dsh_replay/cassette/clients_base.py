@@ -183,14 +183,20 @@ async def tapped_async(
 
 def pacing_for(
     interaction: Interaction, fragmentation: Fragmentation, speed: float, fault: Fault | None,
-    read_timeout: float | None,
-) -> tuple[Pacing, Stop | None]:
-    """When each piece of ``interaction``'s body is due, and where (and how) it stops early."""
+    read_timeout: float | None, error_for: Callable[[Stop], BaseException],
+) -> tuple[Pacing, Callable[[], BaseException]]:
+    """When each piece of ``interaction``'s body is due, and the error (in the client's own
+    terms, from ``error_for``) to raise where the body breaks."""
     plan = piece_plan(interaction, fragmentation)
     stop = stop_for(interaction, fault)
     if stop is not None:
         plan = clip(plan, stop.at)
-    return Pacing(interaction.body, plan, speed, stop, read_timeout, fault is not None), stop
+
+    def failure() -> BaseException:
+        assert stop is not None  # a plan only breaks where a stop cut it
+        return error_for(stop)
+
+    return Pacing(interaction.body, plan, speed, stop, read_timeout, fault is not None), failure
 
 
 def planned_sync(pacing: Pacing, failure: Callable[[], BaseException]) -> Iterator[bytes]:

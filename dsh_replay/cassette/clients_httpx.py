@@ -216,12 +216,8 @@ def replay_response(
 ) -> Any:
     """A response that serves the recorded body as the options ask."""
     sync_stream, async_stream = _transport_classes(lib)[2:]
-    pacing, stop = pacing_for(interaction, fragmentation, speed, fault, _read_timeout(request))
-
-    def failure() -> BaseException:
-        assert stop is not None
-        return _stop_error(lib, stop, request, path)
-
+    pacing, failure = pacing_for(interaction, fragmentation, speed, fault, _read_timeout(request),
+                                 lambda stop: _stop_error(lib, stop, request, path))
     if is_async:
         stream = async_stream(planned_async(pacing, failure), lambda: None)
     else:

@@ -118,12 +118,8 @@ class _Call:
         self, request: Any, interaction: Interaction, *, fragmentation: Fragmentation, speed: float,
         fault: Fault | None, path: str, is_async: bool,
     ) -> requests.Response:
-        pacing, stop = pacing_for(interaction, fragmentation, speed, fault, self._read_timeout())
-
-        def failure() -> BaseException:
-            assert stop is not None
-            return _stop_error(stop, path)
-
+        pacing, failure = pacing_for(interaction, fragmentation, speed, fault, self._read_timeout(),
+                                     lambda stop: _stop_error(stop, path))
         raw = self._raw(_PieceFile(planned_sync(pacing, failure)), replay_headers(interaction), interaction.status,
                         interaction.reason)
         response: requests.Response = self.adapter.build_response(self.prepared, raw)
