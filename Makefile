@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: check test lint bench dist report-screenshot clean
+.PHONY: check test test-exhaustive lint bench dist report-screenshot clean
 
 # The main job: replay every bundled cassette through its adapter, check goldens
 # and the ordering rules, print a table.
@@ -11,8 +11,12 @@ check: $(VENV)/.installed
 	$(BIN)/dsh-replay check cassettes
 
 # The test suite (pytest exits 5 when it collects nothing: that fails the target).
+# The few slow, exhaustive matrices (marker `exhaustive`) are left to test-exhaustive, which CI runs too.
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -n 2 -p xdist --dist loadfile
+	$(BIN)/python -m pytest -n 2 -p xdist --dist loadfile -m "not exhaustive"
+
+test-exhaustive: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -n 2 -p xdist --dist loadfile -m exhaustive
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check dsh_replay tests benchmarks examples

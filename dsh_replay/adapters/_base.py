@@ -40,26 +40,14 @@ from ..wire.ndjson import NDJSONDecoder
 from ..wire.provider_errors import error_from_payload
 from ..wire.sequencer import BlockSequencer
 from ..wire.sse import SSEDecoder, SSEEvent
-from ..wire.transport import (
-    DEFAULT_RETRY,
-    Decoder,
-    RetryPolicy,
-    StreamRequest,
-    stream_events,
-)
+from ..wire.transport import DEFAULT_RETRY, Decoder, RetryPolicy, StreamRequest, stream_events
 from ._checks import check_api_key, check_base_url, check_options, checked_headers
 from ._coverage import StreamMeter, metered
+from ._query import checked_query, refuse_clash, with_default_query
 
 __all__ = [
-    "CutAwareNDJSONDecoder",
-    "CutAwareSSEDecoder",
-    "HttpAdapter",
-    "Translator",
-    "count",
-    "history_arguments",
-    "merge_extra",
-    "nonempty_str",
-    "parse_json",
+    "CutAwareNDJSONDecoder", "CutAwareSSEDecoder", "HttpAdapter", "Translator", "count", "history_arguments",
+    "merge_extra", "nonempty_str", "parse_json",
 ]
 
 EventT = TypeVar("EventT")
@@ -297,6 +285,9 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
                 headers = self.request_headers({"Authorization": f"bearer {self.api_key}"})  # + user's headers=
                 return StreamRequest(route=self.route, url=f"{self.base_url}/v2/chat",
                                      headers=headers, json=request_body(options))
+
+    ``default_query=`` (Azure OpenAI's ``api-version``) goes into the URL ``build_request`` makes:
+    :meth:`request_for` is the request sent.
     """
 
     route: ClassVar[str]
@@ -316,6 +307,7 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
         retry: RetryPolicy = DEFAULT_RETRY,
         read_timeout: float = 60.0,
         headers: Mapping[str, str] | None = None,
+        default_query: Mapping[str, str] | None = None,
     ) -> None:
         owner = type(self).__name__
         check_api_key(owner, api_key, required=self.requires_api_key)
@@ -331,6 +323,9 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
         self.retry = retry
         self.read_timeout = read_timeout
         self.extra_headers = checked_headers(owner, headers)
+        self.default_query = checked_query(owner, default_query)
+        if self.default_query:
+            refuse_clash(owner, self.build_request, self.default_query)
 
     def __repr__(self) -> str:
         # never the key
@@ -339,6 +334,10 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
     @abc.abstractmethod
     def build_request(self, options: GenerateOptions) -> StreamRequest:
         """Request mapping: the provider HTTP request for ``options``."""
+
+    def request_for(self, options: GenerateOptions) -> StreamRequest:
+        """What :meth:`stream` sends for ``options``: :meth:`build_request`'s request, ``default_query`` in its URL."""
+        return with_default_query(type(self).__name__, self.build_request(options), self.default_query)
 
     def decoder(self) -> Decoder[EventT]:
         """A fresh body decoder for one stream: ``decoder_class()`` unless overridden."""
@@ -358,7 +357,7 @@ class HttpAdapter(LlmAdapter, Generic[EventT]):
                 f"{type(self).__name__}.stream: options must be GenerateOptions, got {shown(options)}; "
                 "GenerateOptions.from_json builds them from JSON"
             )
-        request = self.build_request(options)
+        request = self.request_for(options)
         translator = self.translator(BlockSequencer(drop_reasoning=self.drop_reasoning))
         # with no collect_coverage block around, the meter is None and the events go straight through
         decoder, meter = metered(translator, self.decoder())

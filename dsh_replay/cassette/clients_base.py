@@ -144,6 +144,7 @@ class Recorder:
                 complete = False
         self.done = True
         self.interaction.body = b"".join(self.parts)
+        self.parts = []  # the pieces are the body now: a session keeps its recorders, not twice the bytes
         self.interaction.complete = complete
         self.on_done(self.interaction)
 

@@ -151,36 +151,73 @@ def recording_response(lib: types.ModuleType, response: Any, recorder: Recorder,
         recorder.finish(complete=True)
         return response
     if is_async:
-        apieces: list[AsyncIterator[bytes]] = []  # one iterator, shared by the reader and the drain
-
-        def asource() -> AsyncIterator[bytes]:
-            if not apieces:
-                apieces.append(inner.__aiter__())
-            return apieces[0]
+        areads = _AsyncReads(inner)  # one iterator, shared by the reader and the drain
 
         async def aclose() -> None:
-            if not recorder.done and await ended_async(asource()):
+            if not recorder.done and not areads.interrupted and await ended_async(areads):
                 recorder.finish(complete=True)
             recorder.finish(complete=False)  # a no-op when the body was read to the end
             await inner.aclose()
 
-        response.stream = async_stream(tapped_async(asource(), recorder), aclose)
+        response.stream = async_stream(tapped_async(areads, recorder), aclose)
     else:
-        pieces: list[Iterator[bytes]] = []
-
-        def source() -> Iterator[bytes]:
-            if not pieces:
-                pieces.append(iter(inner))
-            return pieces[0]
+        reads = _Reads(inner)
 
         def close() -> None:
-            if not recorder.done and ended_sync(inner, source()):
+            if not recorder.done and not reads.interrupted and ended_sync(inner, reads):
                 recorder.finish(complete=True)
             recorder.finish(complete=False)
             inner.close()
 
-        response.stream = sync_stream(tapped_sync(source(), recorder), close)
+        response.stream = sync_stream(tapped_sync(reads, recorder), close)
     return response
+
+
+# A read that a cancellation (or KeyboardInterrupt) went through has finished the body's
+# iterator: asked again, it answers "ended", and the drain would take that for the end of
+# the body, recording ``complete: true`` for a stream its reader left in the middle. So
+# the reads below remember being cut short, and a cut body is never probed for its end.
+# Failures (a ReadError, a timeout) are the recorder's to note: they are not interruptions.
+
+
+class _Reads:
+    """The live body's pieces (read once, by the caller and then the drain); ``interrupted``: a read was cut short."""
+
+    def __init__(self, body: Any) -> None:
+        self.pieces: Iterator[bytes] = iter(body)
+        self.interrupted = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            return next(self.pieces)
+        except Exception:  # the body's end, or a failure the recorder notes
+            raise
+        except BaseException:  # a cancellation, a KeyboardInterrupt: the read was cut short
+            self.interrupted = True
+            raise
+
+
+class _AsyncReads:
+    """:class:`_Reads` of an async body."""
+
+    def __init__(self, body: Any) -> None:
+        self.pieces: AsyncIterator[bytes] = body.__aiter__()
+        self.interrupted = False
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self.pieces.__anext__()
+        except Exception:  # the body's end, or a failure the recorder notes
+            raise
+        except BaseException:  # a cancellation, a KeyboardInterrupt: the read was cut short
+            self.interrupted = True
+            raise
 
 
 # -- replay ------------------------------------------------------------------------------

@@ -9,6 +9,11 @@ as data. A reverse mapping may therefore stay simple where that check catches
 a difference; it raises :class:`NotImportable` for what the options cannot
 hold at all (a list of content parts where they hold text, a role they do not
 have), naming the field.
+
+Before that, :func:`.import_spelling.respell` writes what the provider
+documents as the same request the way the route's adapter writes it (an
+assistant turn's omitted ``content`` as ``null``, a list of one text part as
+the string, the SDK's short form of a Responses message with its ``type``).
 """
 
 from __future__ import annotations
@@ -98,6 +103,9 @@ def _options(model: Any, messages: list[Message], tools: list[ToolDefinition],
     """The options; a temperature or max tokens of a type the options refuse is left to ``extra``."""
     if not messages:
         raise NotImportable("the request has no message; GenerateOptions need at least one")
+    if model is None:  # Azure AI Inference, say: an Azure deployment URL names the model in its path instead
+        raise NotImportable("request field 'model' cannot be mapped: the recorded request names no model, and "
+                            "GenerateOptions need one, which the adapter sends in every request")
     number = isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature >= 0
     whole = isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens >= 1
     return GenerateOptions(model=model, messages=messages, tools=tools,
@@ -154,7 +162,7 @@ def responses_options(url: str, body: Mapping[str, Any]) -> GenerateOptions:
     for where, raw in _items(body, "input"):
         item = _object(raw, where)
         kind = item.get("type")
-        if kind == "message" or (kind is None and "role" in item):  # the short form: the check names its type
+        if kind == "message" or (kind is None and "role" in item):  # the short form (respelt with its type first)
             messages.append(Message(role=_get(item, "role"), content=_text(item.get("content"), f"{where}.content")))
         elif kind == "function_call":
             call = MessageToolCall(id=_get(item, "call_id"), name=_get(item, "name"),
@@ -258,7 +266,7 @@ def _gemini_turn(raw: Mapping[str, Any], where: str) -> list[Message]:
     role: Any = {"user": "user", "model": "assistant"}.get(raw.get("role") or "")
     if role is None:
         raise NotImportable(f"request field '{where}.role' cannot be mapped: {raw.get('role')!r} (user or model)")
-    parts = [(w, _object(part, w)) for w, part in _items(raw, "parts")]
+    parts = [(f"{where}.{w}", _object(part, f"{where}.{w}")) for w, part in _items(raw, "parts")]
     if parts and all("functionResponse" in part for _, part in parts):
         return [_gemini_result(_object(part["functionResponse"], f"{w}.functionResponse")) for w, part in parts]
     text, calls = "", []

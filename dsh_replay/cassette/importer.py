@@ -30,44 +30,21 @@ be imported is listed with the reason, and makes the import fail.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
-import orjson
-
-from .._version import __version__
-from ..adapters import BUILTIN_ROUTES
 from ..adapters.route_table import RouteTable
 from ..errors import ConfigError, DshReplayError
 from .files import cassette_kind
-from .import_formats import (
-    STREAM_TYPES,
-    ForeignCassette,
-    ForeignInteraction,
-    infer_fragments,
-    read_foreign,
-)
-from .import_options import NotImportable
-from .import_requests import MappedRequest, detect_route, map_request
-from .interaction import Interaction, headers_dict
+from .import_formats import ForeignCassette, ForeignInteraction, read_foreign
+from .inferred import INFERRED, Planned, case_metadata, endpoint, plan_interaction
 from .replay import AdapterCache, CaseResult, replay_case
-from .scrub import Scrubber, mask_echoes, mask_echoes_in_body
-from .store import FORMAT_VERSION, Cassette
-
-if TYPE_CHECKING:
-    from vcr.request import Request as VcrRequest
+from .store import Cassette
 
 __all__ = ["INFERRED", "ImportReport", "ImportedCase", "Line", "import_cassettes"]
 
-#: the value of the metadata key ``fragments`` in an imported cassette
-INFERRED = "inferred"
 _SUFFIXES = (".yaml", ".yml", ".json")
-#: routes whose adapter reads NDJSON; every other built-in one reads SSE
-_NDJSON_ROUTES = frozenset({"ollama"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,15 +96,6 @@ class ImportReport:
         return bool(self.cases) and not self.failures and all(case.ok for case in self.cases)
 
 
-@dataclass
-class _Planned:
-    """An interaction that will be imported, as it will be written."""
-
-    position: int
-    mapped: MappedRequest
-    interaction: Interaction
-
-
 async def import_cassettes(
     paths: Sequence[Path], out: Path, *, route: str | None = None, routes: RouteTable | None = None,
     progress: Callable[[int, int, str], None] | None = None,
@@ -149,12 +117,12 @@ async def import_cassettes(
         foreign = _read(path, report)
         if foreign is None:
             continue
-        groups: dict[tuple[str, str], list[_Planned]] = {}
+        groups: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[Planned]] = {}
         for item in foreign.interactions:
             planned = _plan(item, foreign.path, route, table, report)
             if planned is not None:
-                groups.setdefault((planned.mapped.route, planned.mapped.base_url), []).append(planned)
-        for (group_route, _), planned_calls in groups.items():
+                groups.setdefault(endpoint(planned.mapped), []).append(planned)
+        for (group_route, _, _), planned_calls in groups.items():
             case = _write(foreign, relative, out, group_route, planned_calls, taken, report)
             if case is not None:
                 report.cases.append(case)
@@ -204,96 +172,17 @@ def _read(path: Path, report: ImportReport) -> ForeignCassette | None:
 
 
 def _plan(item: ForeignInteraction, source: Path, forced: str | None, routes: RouteTable,
-          report: ImportReport) -> _Planned | None:
-    def say(kind: str, message: str) -> None:
-        report.lines.append(Line(source, item.position, kind, message))
-
-    target = f"{item.method} {_shown_uri(item.uri)}"
-    if not item.streamed:
-        say("failed" if item.problem and item.content_type in STREAM_TYPES else "skipped",
-            item.problem or f"not streamed ({item.content_type or 'no content type'} response to {target})")
-        return None
-    if item.problem:
-        say("failed", f"{target}: {item.problem}")
-        return None
-    if not _llm_call(item):
-        say("skipped", f"{target}: a streamed response, but no LLM call (no model in the request, no "
-                       "chat endpoint: an MCP server, a stored response read back...)")
-        return None
-    route = forced or detect_route(item.uri)
-    if route is None:
-        say("failed", f"{target}: a streamed response from an endpoint of no built-in route; pass --route "
-                      "ROUTE if it is one (dsh-replay routes lists them)")
-        return None
-    ndjson = STREAM_TYPES[item.content_type]
-    if route in BUILTIN_ROUTES and (route in _NDJSON_ROUTES) != ndjson:
-        say("failed", f"{target}: the {route} adapter reads {'NDJSON' if route in _NDJSON_ROUTES else 'SSE'}, "
-                      f"the response is {item.content_type}")
-        return None
-    scrubber = Scrubber()
-    scrubbed = scrubber.request(item.uri, item.request_headers, item.request_body)
-    request = _vcr_request(item.method, scrubbed.uri, scrubbed.body, scrubbed.headers)
-    try:
-        mapped = map_request(routes, route, request)
-    except NotImportable as exc:
-        say("failed", f"{target}: {exc}")
-        return None
-    for note in (*item.decoded, *mapped.notes):
-        say("note", note)
-    body = mask_echoes_in_body(item.body, scrubbed.removed)[0]  # a key quoted back by the provider
-    headers, _ = scrubber.headers(item.headers, scrubber.response_headers)
-    sizes = infer_fragments(body, ndjson=ndjson)
-    interaction = Interaction(
-        request=request, status=item.status, reason=item.reason,
-        headers=[(name, mask_echoes(value, scrubbed.removed)) for name, value in headers],
-        body=body, fragments=[(0.0, size) for size in sizes] or None,
-    )
-    return _Planned(item.position, mapped, interaction)
+          report: ImportReport) -> Planned | None:
+    planned, remarks = plan_interaction(item, route=forced, routes=routes)
+    report.lines += (Line(source, remark.position, remark.kind, remark.message) for remark in remarks)
+    return planned
 
 
-#: the paths LLM providers stream generations from
-_LLM_PATH = re.compile(r"(/chat/completions|/completions|/responses|/messages|:streamGenerateContent|/api/chat"
-                       r"|/api/generate)$")
-
-
-def _llm_call(item: ForeignInteraction) -> bool:
-    """Whether a streamed interaction is an LLM call: a generation endpoint, or a model in the request."""
-    if _LLM_PATH.search(urlsplit(item.uri).path):
-        return True
-    try:
-        body = orjson.loads(item.request_body)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(body, dict) and "model" in body
-
-
-def _shown_uri(uri: str) -> str:
-    parts = urlsplit(uri)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}" + (f"?{parts.query}" if parts.query else "")
-
-
-def _vcr_request(method: str, uri: str, body: bytes, headers: list[tuple[str, str]]) -> VcrRequest:
-    from vcr.request import Request as VcrRequest
-
-    return VcrRequest(method, uri, body, headers_dict(headers))
-
-
-def _write(foreign: ForeignCassette, relative: PurePath, out: Path, route: str, calls: list[_Planned],
+def _write(foreign: ForeignCassette, relative: PurePath, out: Path, route: str, calls: list[Planned],
            taken: set[Path], report: ImportReport) -> ImportedCase | None:
     """Write one case; ``None`` (and a failure line per interaction) if it cannot be written."""
     path = _output_path(out, route, relative, taken)
-    first, *others = calls
-    metadata = {
-        "format": FORMAT_VERSION,
-        "route": route,
-        "options": first.mapped.options.to_json(),
-        **({"follow_ups": [call.mapped.options.to_json() for call in others]} if others else {}),
-        "base_url": first.mapped.base_url,
-        "fragments": INFERRED,
-        "imported_from": {"file": foreign.path.as_posix(), "style": foreign.style,
-                          "interactions": [call.position for call in calls]},
-        "library": f"dsh-replay {__version__}",
-    }
+    metadata = case_metadata(foreign, route, calls)
     cassette = Cassette(path=path, interactions=[call.interaction for call in calls], metadata=metadata)
     try:
         _refuse_overwrite(path)

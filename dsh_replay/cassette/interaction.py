@@ -8,8 +8,12 @@ by the Python error it would cause in matching or in a paced replay.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -32,7 +36,72 @@ if TYPE_CHECKING:
     # error under filterwarnings=error) when both plugins are installed
     from vcr.request import Request as VcrRequest
 
-__all__ = ["Interaction", "RecordedError", "as_bytes", "headers_dict", "interaction_from_dict"]
+__all__ = ["Interaction", "RecordedError", "as_bytes", "headers_dict", "interaction_from_dict", "vcr_request_class"]
+
+_LIGHT_VCR = threading.Lock()
+_REQUEST_CLASS: list[type[VcrRequest]] = []  # once imported
+
+
+def vcr_request_class() -> type[VcrRequest]:
+    """vcrpy's ``Request``; its ``vcr.request`` and ``vcr.matchers`` imported light when ``vcr`` is not yet.
+
+    ``vcr/__init__.py`` imports ``VCR``, and through it vcrpy's patches of every
+    HTTP client it finds installed (aiohttp, botocore, requests, urllib3,
+    tornado...): half a command's start-up, for a class and matchers that need
+    none of it. So the package is first entered without running its
+    ``__init__``; the first name asked of it that its submodules did not set
+    (``vcr.VCR``, ``vcr.use_cassette``...) runs the ``__init__`` then, in the
+    same module, and everything vcrpy has is there as an ordinary import
+    would have it.
+    """
+    if _REQUEST_CLASS:
+        return _REQUEST_CLASS[0]
+    if "vcr" not in sys.modules:
+        with _LIGHT_VCR:
+            if "vcr" not in sys.modules:
+                _enter_vcr_light()
+    from vcr.request import Request
+
+    _REQUEST_CLASS.append(Request)
+    return _REQUEST_CLASS[0]
+
+
+def _enter_vcr_light() -> None:
+    spec = importlib.util.find_spec("vcr")
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        return  # not installed, or not as a package: the ordinary import says so
+    loader = spec.loader
+    package = importlib.util.module_from_spec(spec)
+    running = threading.Lock()
+
+    def rest_of_package(name: str) -> Any:
+        with running:  # the first name asked for runs the __init__, once
+            if package.__dict__.get("__getattr__") is rest_of_package:
+                del package.__dict__["__getattr__"]
+                try:
+                    loader.exec_module(package)
+                except BaseException:
+                    if sys.modules.get("vcr") is package:
+                        del sys.modules["vcr"]  # as a failed import leaves it: tried again next time
+                    raise
+        return _attribute(package, name)
+
+    package.__dict__["__getattr__"] = rest_of_package
+    sys.modules["vcr"] = package
+    try:
+        importlib.import_module("vcr.request")
+        importlib.import_module("vcr.matchers")
+    except BaseException:
+        for name in ("vcr", "vcr.request", "vcr.matchers", "vcr.util"):
+            sys.modules.pop(name, None)
+        raise
+
+
+def _attribute(module: ModuleType, name: str) -> Any:
+    try:
+        return module.__dict__[name]
+    except KeyError:
+        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +225,7 @@ def _checked_headers(raw: Mapping[str, Any], where: str) -> list[tuple[str, str]
 
 
 def _request_from_dict(raw: Mapping[str, Any], where: str) -> VcrRequest:
-    from vcr.request import Request as VcrRequest
-
-    return VcrRequest(
+    return vcr_request_class()(
         read(raw, "method", where, "an HTTP method such as POST", is_name),
         read(raw, "uri", where, "a URL", _is_url),
         read(raw, "body", where, _BODY, _is_body, None),
@@ -224,7 +291,63 @@ def _recorded_error(extra: Mapping[str, Any], where: str) -> RecordedError | Non
     )
 
 
+def _plain_interaction(raw: Any) -> Interaction | None:
+    """The interaction in ``raw`` when every field is of its usual, exact type and right; else ``None``.
+
+    A cassette's interactions are read here without a path per field (each
+    spelt-out path and checker is a good share of a load); anything unusual
+    (a subclass, a missing field, a recorded error, a wrong value) is left to
+    the checked reading below, which builds the same interaction or names
+    what is wrong.
+    """
+    if type(raw) is not dict:
+        return None
+    request, response = raw.get("request"), raw.get("response")
+    if type(request) is not dict or type(response) is not dict:
+        return None
+    method, uri, sent = request.get("method"), request.get("uri"), request.get("body")
+    if type(method) is not str or not method or type(uri) is not str or not _is_url(uri):
+        return None
+    if not (sent is None or type(sent) is str or type(sent) is bytes):
+        return None
+    request_headers = _plain_header_pairs(request.get("headers"))
+    status, headers = response.get("status"), _plain_header_pairs(response.get("headers"))
+    if request_headers is None or headers is None or type(status) is not dict:
+        return None
+    code, reason = status.get("code"), status.get("message", "")
+    if type(code) is not int or not 100 <= code <= 599 or not (reason is None or type(reason) is str):
+        return None
+    body = response.get("body")
+    if type(body) is dict:
+        body = body.get("string")
+    if not (body is None or type(body) is str or type(body) is bytes):
+        return None
+    body = as_bytes(body)
+    extra = response.get("dsh_replay")
+    if extra is None:
+        extra = {}
+    elif type(extra) is not dict or extra.get("error") is not None:
+        return None
+    complete, fragments = extra.get("complete", True), extra.get("fragments")
+    if type(complete) is not bool:
+        return None
+    if fragments is not None:
+        if type(fragments) is not list:
+            return None
+        fragments = _plain_fragments(fragments)
+        if fragments is None or sum(size for _, size in fragments) != len(body):
+            return None
+    return Interaction(
+        request=vcr_request_class()(method, uri, sent, headers_dict(request_headers)), status=code,
+        reason=reason or "",
+        headers=headers, body=body, fragments=fragments, complete=complete,
+    )
+
+
 def interaction_from_dict(raw: Any, where: str) -> Interaction:
+    plain = _plain_interaction(raw)
+    if plain is not None:
+        return plain
     check(raw, where, "a mapping with 'request' and 'response'", is_mapping)
     request = _request_from_dict(read(raw, "request", where, "a mapping", is_mapping), f"{where}.request")
     response = read(raw, "response", where, "a mapping", is_mapping)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from ..protocol.jsonl import dump_jsonl, load_golden
 from ..protocol.options import GenerateOptions, Message
 from ..protocol.validator import SequenceValidator, Violation
 from ..wire.transport import RetryPolicy
+from .adapter_settings import AdapterSettings, adapter_settings
 from .files import atomic_write
 from .golden import golden_path_for, judge_golden_file
 from .intercept import answer_async, current_handler, install, replay_response, uninstall
@@ -30,7 +31,8 @@ from .pacing import Fragmentation
 from .session import use_cassette
 from .store import Cassette, Interaction
 
-__all__ = ["AdapterCache", "CaseResult", "Outcome", "replay_case", "run_adapter", "trace_body"]
+__all__ = ["AdapterCache", "AdapterSettings", "CaseResult", "Outcome", "adapter_settings", "replay_case", "run_adapter",
+           "trace_body"]
 
 
 @dataclass
@@ -194,7 +196,7 @@ class _InstantRetry(RetryPolicy):
 
 
 class AdapterCache:
-    """Replay adapters built once per (route, base_url, drop_reasoning), over one shared client.
+    """Replay adapters built once per (route, base_url, drop_reasoning, default_query), over one shared client.
 
     Building an adapter and, for one without a client of its own, an httpx
     client per stream cost more than replaying a short cassette; a run of many
@@ -205,14 +207,16 @@ class AdapterCache:
 
     def __init__(self, routes: RouteTable) -> None:
         self.routes = routes
-        self._adapters: dict[tuple[str, str | None, bool], LlmAdapter] = {}
+        self._adapters: dict[tuple[str, str | None, bool, tuple[tuple[str, str], ...]], LlmAdapter] = {}
         self._client: httpx.AsyncClient | None = None
 
-    def adapter(self, route: str, *, base_url: str | None, drop_reasoning: bool) -> LlmAdapter:
-        key = (route, base_url, drop_reasoning)
+    def adapter(self, route: str, *, base_url: str | None, drop_reasoning: bool = False,
+                default_query: Mapping[str, str] | None = None) -> LlmAdapter:
+        query = dict(default_query or {})
+        key = (route, base_url, drop_reasoning, tuple(sorted(query.items())))
         adapter = self._adapters.get(key)
         if adapter is None:
-            adapter = self.routes.adapter(route, base_url=base_url, drop_reasoning=drop_reasoning)
+            adapter = self.routes.adapter(route, base_url=base_url, drop_reasoning=drop_reasoning, default_query=query)
             # a plugin's adapter is its registry's own instance, used elsewhere too: left as it is
             if isinstance(adapter, HttpAdapter) and route not in self.routes.registry:
                 if adapter.client is None:
@@ -244,23 +248,23 @@ async def replay_case(
     update_golden: bool = False,
     allow_unplayed: bool = False,
     adapters: AdapterCache | None = None,
+    cassette: Cassette | None = None,
 ) -> CaseResult:
     """Replay one cassette offline through its route's adapter, call by call, and judge each golden.
 
-    ``adapters``: reuse adapters across cases (a fresh one per case without it).
+    ``adapters``: reuse adapters across cases (a fresh one per case without it). ``cassette``: the
+    case already read (a plain vcrpy cassette read as a case is never on disk as one); its goldens
+    are beside ``path``.
     """
     started = time.perf_counter()
     result = CaseResult(cassette=path)
     try:
-        cassette = Cassette.load(path)
+        if cassette is None:
+            cassette = Cassette.load(path)
         result.route, calls, base_url = case_options(cassette)
         result.fragments = sum(len(i.fragment_sizes()) for i in cassette.interactions)
-        settings = cassette.metadata.get("adapter") or {}
-        drop_reasoning = bool(settings.get("drop_reasoning", False))
-        if adapters is not None:
-            adapter = adapters.adapter(result.route, base_url=base_url, drop_reasoning=drop_reasoning)
-        else:
-            adapter = routes.adapter(result.route, base_url=base_url, drop_reasoning=drop_reasoning)
+        pick = adapters.adapter if adapters is not None else routes.adapter
+        adapter = pick(result.route, base_url=base_url, **adapter_settings(cassette).kwargs())
         # the cassette read above is the one replayed: a second read would double the cost
         async with use_cassette(path, "none", fragmentation=fragmentation, speed=speed,
                                 cassette=cassette) as session:

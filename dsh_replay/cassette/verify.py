@@ -12,7 +12,7 @@ and the chunk shape.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +38,8 @@ def key_variable(route: str) -> str:
     return BUILTIN_ROUTES[route][2] if route in BUILTIN_ROUTES else f"{route.upper().replace('-', '_')}_API_KEY"
 
 
-def live_adapter(routes: RouteTable, route: str, base_url: str | None, *, drop_reasoning: bool = False) -> LlmAdapter:
+def live_adapter(routes: RouteTable, route: str, base_url: str | None, *, drop_reasoning: bool = False,
+                 default_query: Mapping[str, str] | None = None) -> LlmAdapter:
     """The route's adapter for the live provider, its key from :func:`key_variable` (as ``record`` takes it)."""
     if route in routes.registry:
         return routes.registry.resolve(route)  # a plugin's adapter: its own key and URL
@@ -51,6 +52,8 @@ def live_adapter(routes: RouteTable, route: str, base_url: str | None, *, drop_r
     kwargs: dict[str, object] = {"base_url": base_url} if base_url else {}
     if drop_reasoning:
         kwargs["drop_reasoning"] = True
+    if default_query:  # the live endpoint needs them as much as the replayed one (Azure's api-version)
+        kwargs["default_query"] = dict(default_query)
     adapter: LlmAdapter = factory(api_key=key, **kwargs)
     return adapter
 
@@ -113,18 +116,18 @@ class CaseDrift:
     @classmethod
     async def of(cls, cassette: Path, target: Path, routes: RouteTable, *, base_url: str | None = None) -> CaseDrift:
         """Replay ``cassette``, re-record its calls live into ``target``, compare; a problem is kept, not raised."""
-        from .replay import case_options
+        from .replay import adapter_settings, case_options
         from .store import Cassette
 
         try:
             loaded = Cassette.load(cassette)
             route, calls, recorded_base = case_options(loaded)
-            drop = bool((loaded.metadata.get("adapter") or {}).get("drop_reasoning", False))
+            settings = adapter_settings(loaded)
             del loaded
             old, problem = await recorded_side(cassette, routes)
             if problem and not old:
                 return cls(cassette=cassette, problem=f"the cassette does not replay: {problem}")
-            adapter = live_adapter(routes, route, base_url or recorded_base, drop_reasoning=drop)
+            adapter = live_adapter(routes, route, base_url or recorded_base, **settings.kwargs())
             new = await rerecord(adapter, calls, target, route=route)
             return cls.compare(cassette, target, old, new)
         except DshReplayError as exc:

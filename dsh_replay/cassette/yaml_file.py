@@ -33,6 +33,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..errors import CassetteError
+from .yaml_layout import DECLINED, read_layout
 
 __all__ = ["BIG_BODY", "MAX_DEPTH", "load_yaml", "read_yaml_file"]
 
@@ -42,7 +43,6 @@ _STR, _SEQ, _MAP, _MERGE = (_TAG + name for name in ("str", "seq", "map", "merge
 
 #: the most collections a cassette may nest one in another (dsh-replay and vcrpy write fewer than ten)
 MAX_DEPTH = 100
-
 
 #: plain scalar -> its tag (the implicit resolvers' regular expressions, run once per value)
 _RESOLVED: dict[str, str] = {}
@@ -280,17 +280,13 @@ def _first_alias(data: bytes) -> str:
                 continue
             line = event.start_mark.line + 1
             if isinstance(event, yaml.AliasEvent):
-                name = _short(event.anchor)
+                name = event.anchor if len(event.anchor) <= 40 else event.anchor[:37] + "..."
                 of = f" (the anchor &{name} of line {anchors[event.anchor]})" if event.anchor in anchors else ""
                 return f"line {line} has the YAML alias *{name}{of}"
             anchors[event.anchor] = line  # the last one of a name is the one an alias names
     except yaml.YAMLError:
         pass
     return "it has a YAML alias"
-
-
-def _short(name: str) -> str:
-    return name if len(name) <= 40 else name[:37] + "..."
 
 
 #: a body this big is read from the file straight into bytes, not through a YAML string
@@ -304,6 +300,8 @@ _NOT_VERBATIM = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2\x85|\xe2\x80[\xa8\xa
 def read_yaml_file(path: Path) -> Any:
     """The YAML data of a cassette file; a big response body comes out as bytes read once.
 
+    A smaller file in the layout :meth:`Cassette.dumps` writes is read by
+    :func:`read_layout`, without a YAML parser; any other by :func:`load_yaml`.
     A 100 MB body parsed as YAML passes through the file's bytes, libyaml's
     growing scalar buffer, a str of up to 4 bytes a character and then its
     UTF-8 bytes again: several times its size. A big literal block in the layout
@@ -314,10 +312,12 @@ def read_yaml_file(path: Path) -> Any:
     not hold verbatim, invalid UTF-8, a placeholder that does not land on a
     response body or its fragments) and the file is parsed as a whole.
     """
-    if path.stat().st_size < BIG_BODY:
-        # bytes, not text: a body with one emoji would make the whole file a
-        # 4-bytes-per-character str on the way to the loader
-        return load_yaml(path.read_bytes(), path)
+    with open(path, "rb", buffering=0) as file:
+        data = file.readall() if os.fstat(file.fileno()).st_size < BIG_BODY else None
+    if data is not None:
+        value = read_layout(data)
+        # bytes, not text: a body with one emoji would make the whole file a 4-bytes-per-character str
+        return load_yaml(data, path) if value is DECLINED else value
     cut: dict[str, Any] = {}  # placeholder -> the body or fragment list cut out in its place
     rest = io.BytesIO()
     with path.open("rb") as lines:

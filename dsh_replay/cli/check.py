@@ -10,32 +10,38 @@ import sys
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
 from ..adapters.route_table import RouteTable
 from ..cassette.files import unwritable_reason
-from ..cassette.golden import GOLDEN_SUFFIX
 from ..cassette.replay import AdapterCache, CaseResult
 from ..cassette.shard import Shard
 from ..errors import ConfigError, DshReplayError
 from ..wire.coverage import collect_coverage
-from .check_cases import collect_cases, find_cases, unreadable_folder
+from .check_cases import collect_cases, find_cases, read_plain_cases, sorted_paths, uncovered
 from .check_outputs import Progress, github_annotations, write_junit_xml
 from .check_replay import replay_streamed
+from .check_rows import case_label, case_row, golden_only, golden_row, skipped_note, unreadable_row
 from .check_shard import SHARD_HELP, parse_shard, shard_cases
 from .common import (
     FORCE_HELP,
     FRAGMENTATION_HELP,
     add_plugins,
+    add_route,
     clean_stale_temp_files,
     config_inputs,
     fragmentation_type,
+    inference,
     refuse_output,
     route_table,
 )
 from .coverage_text import coverage_fields, strict_rows, unmapped_section
+
+if TYPE_CHECKING:
+    from ..cassette.inferred import Inference
+    from ..cassette.store import Cassette
 
 __all__ = ["find_cases", "render_table", "run_check"]
 
@@ -49,14 +55,6 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), rule, *(line(r) for r in rows)]) + "\n"
-
-
-def _case_label(path: Path) -> str:
-    name = path.name
-    for suffix in (GOLDEN_SUFFIX, ".yaml", ".yml"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 #: the cases the warm-up replay is chosen from, and the size of the biggest it replays
@@ -98,18 +96,6 @@ async def _warm_up(first: Path | None, routes: RouteTable, fragmentation: str) -
         await adapters.aclose()
 
 
-def _case_row(path: Path, result: CaseResult) -> dict[str, Any]:
-    where = [str(result.where[0]), result.where[1]] if result.where else None
-    return {
-        # "?": the cassette could not be read far enough to know its route
-        "case": _case_label(path), "route": None if result.route == "?" else result.route, "path": str(path),
-        "fragments": result.fragments, "chunks": result.chunks, "blocks": result.blocks,
-        "ok": result.ok, "verdict": result.verdict, "seconds": result.seconds, "where": where,
-        # the golden diff ends with the pytest way to accept; here it is this command's
-        "problem": result.problem.replace("with: pytest --update-golden", "with: dsh-replay check --update"),
-    }
-
-
 #: seconds one case may take before it counts as hung
 CASE_SECONDS = 120.0
 
@@ -125,17 +111,24 @@ async def _within(seconds: float, work: Coroutine[Any, Any, CaseResult]) -> Case
 class _BatchRunner:
     """Replays batches of cases with adapters shared across the batches of one process (and its event loop)."""
 
-    def __init__(self, routes: RouteTable, fragmentation: str, update: bool) -> None:
+    def __init__(self, routes: RouteTable, fragmentation: str, update: bool,
+                 plain: Mapping[Path, Cassette | DshReplayError] | None = None) -> None:
         self.routes, self.fragmentation, self.update = routes, fragmentation, update
+        #: plain vcrpy cassettes read as cases: path -> the case, or why it cannot be one
+        self.plain = plain or {}
         self._adapters: AdapterCache | None = None
 
     async def __call__(self, batch: list[Path], report: Callable[[Path, dict[str, Any]], None]) -> None:
         if self._adapters is None:
             self._adapters = AdapterCache(self.routes)
         for path in batch:
+            case = self.plain.get(path)
+            if isinstance(case, DshReplayError):
+                report(path, case_row(path, CaseResult(cassette=path, short=type(case).__name__, problem=str(case))))
+                continue
             # the chunks are judged as they come and not kept (check_replay says why)
             replay = replay_streamed(path, self.routes, fragmentation=self.fragmentation, update_golden=self.update,
-                                     adapters=self._adapters)
+                                     adapters=self._adapters, cassette=case)
             try:
                 with collect_coverage() as seen:
                     result = await _within(CASE_SECONDS, replay)
@@ -144,7 +137,7 @@ class _BatchRunner:
                 result = CaseResult(cassette=path, short="hung", problem=(
                     f"no result after {CASE_SECONDS:.0f} s: the adapter waits for something a replay never "
                     "sends (a replay takes milliseconds)"))
-            report(path, _case_row(path, result) | coverage_fields(seen.streams))
+            report(path, case_row(path, result) | coverage_fields(seen.streams))
 
     async def aclose(self) -> None:
         if self._adapters is not None:
@@ -160,8 +153,7 @@ def _can_fork() -> bool:
 
 
 def _check_all(
-    cassettes: list[Path], goldens: list[Path], routes: RouteTable, fragmentation: str, update: bool,
-    progress: Progress, jobs: int,
+    cassettes: list[Path], goldens: list[Path], run_batch: _BatchRunner, progress: Progress, jobs: int,
 ) -> list[dict[str, Any]]:
     # What is alive now (modules, the route table) lives to the end of the run. Left
     # out of the collector, each collection walks only what the cases make; and a
@@ -172,28 +164,28 @@ def _check_all(
     if freeze:
         gc.freeze()
     try:
-        rows = _check_cases(cassettes, routes, fragmentation, update, progress, jobs)
+        rows = _check_cases(cassettes, run_batch, progress, jobs)
     finally:
         if freeze:
             gc.unfreeze()
     for done, path in enumerate(goldens, start=len(cassettes) + 1):
-        rows.append(_golden_row(path))
+        rows.append(golden_row(path))
         progress.update(done, str(path))
     progress.clear()
     return rows
 
 
-def _check_cases(cassettes: list[Path], routes: RouteTable, fragmentation: str, update: bool, progress: Progress,
-                 jobs: int) -> list[dict[str, Any]]:
+def _check_cases(cassettes: list[Path], run_batch: _BatchRunner, progress: Progress, jobs: int,
+                 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if not cassettes:
         return rows
-    asyncio.run(_warm_up(_warm_up_case(cassettes), routes, fragmentation))
-    run_batch = _BatchRunner(routes, fragmentation, update)
+    first = _warm_up_case([path for path in cassettes if path not in run_batch.plain])
+    asyncio.run(_warm_up(first, run_batch.routes, run_batch.fragmentation))
     if jobs > 1 and len(cassettes) > 1 and _can_fork():
         from .check_parallel import check_in_workers
 
-        return check_in_workers(cassettes, jobs, run_batch, _case_label,
+        return check_in_workers(cassettes, jobs, run_batch, case_label,
                                 lambda done, row: progress.update(done, row["path"]))
 
     def collect(path: Path, row: dict[str, Any]) -> None:
@@ -208,47 +200,6 @@ def _check_cases(cassettes: list[Path], routes: RouteTable, fragmentation: str, 
 
     asyncio.run(run_all())
     return rows
-
-
-def _golden_row(path: Path) -> dict[str, Any]:
-    """The row of a golden without a cassette: the rules only, no route (nothing was replayed)."""
-    from .validate import validate_file
-
-    started = time.perf_counter()
-    row: dict[str, Any] = {"case": _case_label(path), "route": None, "path": str(path), "fragments": 0,
-                           "where": None}
-    try:
-        report = validate_file(path)
-    except DshReplayError as exc:  # unreadable (a folder of that name), or not a chunk file at all
-        verdict = "FAIL not a chunk file" if path.is_file() else "FAIL unreadable"
-        return row | {"chunks": 0, "blocks": 0, "ok": False, "verdict": verdict, "problem": str(exc),
-                      "seconds": time.perf_counter() - started}
-    problem = verdict = ""
-    if report.violations:
-        line, first = report.violations[0]
-        problem = "\n".join(f"{path}:{n}: {v.rule} {v.message}" for n, v in report.violations)
-        verdict = f"FAIL {first.rule} (line {line})"
-        row["where"] = [str(path), line]
-    if not verdict:
-        # nothing was replayed, so nothing of an adapter was tested: not a pass, and it says so
-        verdict = "golden only: rules hold, nothing replayed"
-        verdict += f" (raised {report.raised})" if report.raised is not None else ""
-        row["golden_only"] = True
-    return row | {"chunks": report.chunks, "blocks": report.blocks, "ok": not problem, "verdict": verdict,
-                  "problem": problem, "seconds": time.perf_counter() - started}
-
-
-def _unreadable_row(folder: Path, reason: str) -> dict[str, Any]:
-    return {"case": folder.name, "route": None, "path": str(folder), "fragments": 0, "chunks": 0, "blocks": 0,
-            "ok": False, "verdict": "FAIL unreadable", "seconds": 0.0, "where": None,
-            "problem": unreadable_folder(folder, reason)}
-
-
-def _skipped_note(skipped: Sequence[Path]) -> str:
-    if not skipped:
-        return ""
-    return (f"; skipped {len(skipped)} YAML file(s) without dsh_replay metadata (plain vcrpy cassettes "
-            "cannot be replayed without their test: dsh-replay import turns them into cases)")
 
 
 def jobs_type(value: str) -> int:
@@ -284,6 +235,7 @@ def run_check(
     also_read: Mapping[str, Iterable[Path]] | None = None,
     shard: Shard | None = None,
     strict_coverage: bool = False,
+    inference: Inference | None = None,
 ) -> int:
     if update and os.environ.get("CI"):
         raise ConfigError(
@@ -297,21 +249,25 @@ def run_check(
         raise ConfigError(f"--junit-xml {junit} cannot be written: {reason}")
     # a folder that cannot be listed is a failing row, as a cassette that cannot be read is
     cassettes, goldens, skipped, unreadable = collect_cases(paths)
+    table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
+    plain = read_plain_cases(skipped, table, inference)
+    if plain.cases:
+        cassettes, goldens = sorted_paths([*cassettes, *plain.cases]), uncovered(goldens, list(plain.cases))
+    skipped = plain.skipped
     if junit is not None:
         refuse_output(junit, what="JUnit XML", force=force, inputs={
             "one of the cassettes being read": cassettes, "one of the goldens being read": goldens, **(also_read or {})})
     if not cassettes and not goldens and not unreadable:
         out.write(f"no cassettes with dsh_replay metadata and no goldens under {', '.join(paths)}"
-                  f"{_skipped_note(skipped)}\n")
+                  f"{skipped_note(skipped)}\n")
         return 1
     # a shard that got no case (more jobs than cases) or only goldens is no failure: the others replay
     whole, replayed_elsewhere = len(cassettes) + len(goldens), shard is not None and bool(cassettes)
     if shard is not None:  # unreadable folders stay in every shard: each of them could be missing cases
         cassettes, goldens = shard_cases(paths, cassettes, goldens, shard)
-    table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
     meter = Progress(progress or sys.stderr, len(cassettes) + len(goldens))
-    rows = _check_all(cassettes, goldens, table, fragmentation, update, meter, jobs)
-    rows += (_unreadable_row(folder, reason) for folder, reason in unreadable)
+    rows = _check_all(cassettes, goldens, _BatchRunner(table, fragmentation, update, plain.cases), meter, jobs)
+    rows += (unreadable_row(folder, reason) for folder, reason in unreadable)
     if strict_coverage:
         strict_rows(rows)
     failures = [row for row in rows if not row["ok"]]
@@ -320,7 +276,7 @@ def run_check(
     if as_json:
         # "where" serves the annotations; the JSON rows keep their documented fields
         cases = [{key: value for key, value in row.items() if key != "where"} for row in rows]
-        alone = _golden_only(rows)
+        alone = golden_only(rows)
         counts: dict[str, Any] = {"passed": len(rows) - len(failures) - alone, "failed": len(failures), "golden_only": alone}
         if shard is not None:
             counts["shard"] = {"index": shard.index, "total": shard.total, "cases": len(rows), "all_cases": whole}
@@ -333,11 +289,7 @@ def run_check(
         # after JSON they would make stdout unparseable; the runner reads commands from stderr too
         ((progress or sys.stderr) if as_json else out).write(github_annotations(rows))
     # goldens alone test no adapter: a run that replayed nothing is no pass
-    return 1 if failures or (len(rows) == _golden_only(rows) and not replayed_elsewhere) else 0
-
-
-def _golden_only(rows: Sequence[dict[str, Any]]) -> int:
-    return sum(1 for row in rows if row.get("golden_only") and row["ok"])
+    return 1 if failures or (len(rows) == golden_only(rows) and not replayed_elsewhere) else 0
 
 
 def _write_table(out: TextIO, rows: list[dict[str, Any]], failures: list[dict[str, Any]],
@@ -351,11 +303,11 @@ def _write_table(out: TextIO, rows: list[dict[str, Any]], failures: list[dict[st
         ))
         out.write("\n")
     total_chunks = sum(r["chunks"] for r in rows)
-    alone = _golden_only(rows)
+    alone = golden_only(rows)
     passed = len(rows) - len(failures) - alone
     out.write(f"{counted or f'{len(rows)} case(s)'}, {total_chunks} chunks: {passed} passed, {len(failures)} failed"
               f"{f', {alone} golden(s) only (rules checked, nothing replayed)' if alone else ''}"
-              f"{_skipped_note(skipped)}\n")
+              f"{skipped_note(skipped)}\n")
     if alone and not passed and not failures:
         out.write("nothing was replayed: give the goldens their cassettes (dsh-replay import turns vcrpy "
                   "cassettes into cases)\n")
@@ -392,11 +344,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict-coverage", action="store_true",
                         help="fail a case whose provider stream has event kinds the adapter neither maps nor ignores")
     parser.add_argument("--shard", default=None, metavar="K/N", help=SHARD_HELP)
+    add_route(parser)
     add_plugins(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    routes = route_table(args)
     return run_check(args.paths, out, update=args.update, fragmentation=args.fragmentation, as_json=args.json,
-                     routes=route_table(args), progress=err, jobs=args.jobs, quiet=args.quiet,
+                     routes=routes, inference=inference(args, routes), progress=err, jobs=args.jobs, quiet=args.quiet,
                      junit=args.junit_xml, github=args.github, force=args.force, also_read=config_inputs(args),
                      shard=parse_shard(args.shard), strict_coverage=args.strict_coverage)

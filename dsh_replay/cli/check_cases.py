@@ -5,13 +5,19 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..cassette.files import has_metadata
 from ..cassette.golden import GOLDEN_SUFFIX
 from ..errors import DshReplayError
 
-__all__ = ["Cases", "collect_cases", "find_cases", "unreadable_folder"]
+if TYPE_CHECKING:
+    from ..adapters.route_table import RouteTable
+    from ..cassette.inferred import Inference
+    from ..cassette.store import Cassette
+
+__all__ = ["Cases", "PlainCases", "collect_cases", "find_cases", "read_plain_cases", "sorted_paths", "uncovered",
+           "unreadable_folder"]
 
 
 class Cases(NamedTuple):
@@ -53,9 +59,40 @@ def collect_cases(paths: Sequence[str]) -> Cases:
             (goldens if path.name.endswith(GOLDEN_SUFFIX) else found.cassettes).append(path)
         else:
             raise DshReplayError(f"{path}: no such file or folder")
-    covered = {p.with_suffix("") for p in found.cassettes}
-    found.goldens.extend(g for g in goldens if Path(str(g)[: -len(GOLDEN_SUFFIX)]).with_suffix("") not in covered
-                         and Path(str(g)[: -len(GOLDEN_SUFFIX)]) not in covered)
+    found.goldens.extend(uncovered(goldens, found.cassettes))
+    return found
+
+
+def uncovered(goldens: Sequence[Path], cassettes: Sequence[Path]) -> list[Path]:
+    """The goldens of ``goldens`` that belong to none of ``cassettes`` (``a.chunks.jsonl``, ``a.2.chunks.jsonl``)."""
+    covered = {p.with_suffix("") for p in cassettes}
+    return [g for g in goldens if Path(str(g)[: -len(GOLDEN_SUFFIX)]).with_suffix("") not in covered
+            and Path(str(g)[: -len(GOLDEN_SUFFIX)]) not in covered]
+
+
+class PlainCases(NamedTuple):
+    """Plain vcrpy cassettes read in place as cases (:mod:`dsh_replay.cassette.inferred`)."""
+
+    #: path -> the case in memory, or why the file holds a call that cannot be read as one (its row fails)
+    cases: dict[Path, Cassette | DshReplayError]
+    #: the plain cassettes that hold no call to read
+    skipped: list[Path]
+
+
+def read_plain_cases(plain: Sequence[Path], routes: RouteTable, inference: Inference | None) -> PlainCases:
+    """The files of ``plain`` (YAML files without our metadata) that ``inference`` reads as cases."""
+    from ..cassette.inferred import NotACase, read_plain_case
+
+    found = PlainCases({}, [])
+    if inference is None or not inference.enabled:
+        return found._replace(skipped=list(plain))
+    for path in plain:
+        try:
+            found.cases[path] = read_plain_case(path, routes, inference)
+        except NotACase:
+            found.skipped.append(path)
+        except DshReplayError as exc:
+            found.cases[path] = exc
     return found
 
 
@@ -83,7 +120,7 @@ def _files_under(folder: Path, unreadable: list[tuple[Path, str]]) -> tuple[list
                     yamls.append(found)
             elif name.endswith(GOLDEN_SUFFIX):
                 goldens.append(os.path.join(root, name))
-    return _sorted_paths(yamls), _sorted_paths(goldens)
+    return sorted_paths(yamls), sorted_paths(goldens)
 
 
 def unreadable_folder(folder: Path, reason: str) -> str:
@@ -91,7 +128,7 @@ def unreadable_folder(folder: Path, reason: str) -> str:
     return f"cannot read folder {folder}: {reason}"
 
 
-def _sorted_paths(names: list[str]) -> list[Path]:
+def sorted_paths(names: Sequence[str | Path]) -> list[Path]:
     # the order of Path objects (part by part), sorting strings: a thousand Path
     # comparisons cost more than the walk
-    return [Path(name) for name in sorted(names, key=lambda name: name.split(os.sep))]
+    return [Path(name) for name in sorted(map(str, names), key=lambda name: name.split(os.sep))]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..adapters.route_table import RouteTable
+from ..cassette.adapter_settings import adapter_settings
 from ..cassette.golden import golden_path_for
 from ..cassette.replay import AdapterCache, CaseResult, Outcome, _judge_case, case_options
 from ..cassette.session import use_cassette
@@ -192,17 +193,18 @@ async def replay_streamed(
     fragmentation: str = "recorded",
     update_golden: bool = False,
     adapters: AdapterCache | None = None,
+    cassette: Cassette | None = None,
 ) -> CaseResult:
     """``replay_case(path, routes, ...)``, with the outcomes of :func:`run_streamed`."""
     started = time.perf_counter()
     result = _StreamedCase(cassette=path)
     try:
-        cassette = Cassette.load(path)
+        if cassette is None:
+            cassette = Cassette.load(path)
         result.route, calls, base_url = case_options(cassette)
         result.fragments = sum(len(i.fragment_sizes()) for i in cassette.interactions)
-        drop_reasoning = bool((cassette.metadata.get("adapter") or {}).get("drop_reasoning", False))
         pick = adapters.adapter if adapters is not None else routes.adapter
-        adapter = pick(result.route, base_url=base_url, drop_reasoning=drop_reasoning)
+        adapter = pick(result.route, base_url=base_url, **adapter_settings(cassette).kwargs())
         async with use_cassette(path, "none", fragmentation=fragmentation, cassette=cassette) as session:
             for call, options in enumerate(calls, start=1):
                 result.outcomes.append(await run_streamed(adapter, options, golden_path_for(path, call)))

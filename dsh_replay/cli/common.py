@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..adapters.route_table import RouteTable
+    from ..cassette.inferred import Inference
 
 __all__ = [
     "FORCE_HELP",
     "FRAGMENTATION_HELP",
     "PLUGINS_HELP",
     "add_plugins",
+    "add_route",
     "clean_stale_temp_files",
     "config_inputs",
     "fragmentation_type",
+    "inference",
     "output_conflict",
     "refuse_output",
     "route_table",
@@ -46,6 +49,25 @@ def fragmentation_type(value: str) -> str:
 
 def add_plugins(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plugins", default=None, metavar="YAML", help=PLUGINS_HELP)
+
+
+def add_route(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--route", default=None, metavar="ROUTE",
+                        help="read plain vcrpy cassettes (no dsh_replay metadata) as cases of ROUTE: options, "
+                             "fragments and goldens inferred as import does, nothing written but goldens "
+                             "([tool.dsh_replay.hosts] in pyproject.toml does it by host)")
+
+
+def inference(args: argparse.Namespace, routes: RouteTable) -> Inference:
+    """How the command reads plain vcrpy cassettes: its ``--route``, and ``[tool.dsh_replay.hosts]``."""
+    from ..cassette.inferred import Inference
+    from ..errors import ConfigError
+    from ..protocol.adapter import unknown_route_message
+
+    route = getattr(args, "route", None)
+    if route is not None and route not in routes.routes():  # refused before any file is read
+        raise ConfigError(f"--route: {unknown_route_message(route, routes.routes())}")
+    return Inference(route=route, hosts=routes.hosts)
 
 
 def route_table(args: argparse.Namespace) -> RouteTable:

@@ -7,11 +7,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .common import FORCE_HELP, add_plugins, config_inputs, route_table
+from ..errors import DshReplayError
+from .common import FORCE_HELP, add_plugins, add_route, config_inputs, inference, route_table
 
 if TYPE_CHECKING:
     from ..adapters.route_table import RouteTable
+    from ..cassette.inferred import Inference
     from ..cassette.replay import CaseResult
+    from ..cassette.store import Cassette
     from .report_html import CaseView
 
 __all__ = ["write_report"]
@@ -37,14 +40,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare", nargs=2, action="append", default=[], metavar=("A", "B"),
                         help="two cassettes whose timelines to overlay (may be given more than once)")
     parser.add_argument("--force", action="store_true", help=FORCE_HELP)
+    add_route(parser)
     add_plugins(parser)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     paths = args.paths or ([] if args.compare else ["cassettes"])
+    routes = route_table(args)
     return write_report([Path(p) for p in paths], args.output, out, err=err,
-                        compare=[(Path(a), Path(b)) for a, b in args.compare], routes=route_table(args),
-                        force=args.force, also_read=config_inputs(args))
+                        compare=[(Path(a), Path(b)) for a, b in args.compare], routes=routes,
+                        force=args.force, also_read=config_inputs(args), inference=inference(args, routes))
 
 
 def _case_label(path: Path) -> str:
@@ -54,12 +59,16 @@ def _case_label(path: Path) -> str:
     return path.name
 
 
-def _cassettes(paths: Sequence[Path], compare: Sequence[tuple[Path, Path]]) -> tuple[list[Path], int]:
-    """The cassettes to show, each once, in the order given; and how many YAML files without metadata were left out."""
+def _cassettes(paths: Sequence[Path], compare: Sequence[tuple[Path, Path]], routes: RouteTable,
+               inference: Inference | None) -> tuple[list[Path], dict[Path, Cassette | DshReplayError], int]:
+    """The cassettes to show, each once, in the order given; the plain vcrpy ones read as cases (path -> the
+    case, or why it is none); and how many YAML files without metadata were left out."""
     from ..errors import ConfigError
-    from .check import find_cases
+    from .check_cases import find_cases, read_plain_cases, sorted_paths
 
     found, _, skipped = find_cases([str(p) for p in paths]) if paths else ([], [], [])
+    plain = read_plain_cases(skipped, routes, inference)
+    found = sorted_paths([*found, *plain.cases]) if plain.cases else found
     for pair in compare:
         for path in pair:
             if not path.is_file():
@@ -68,7 +77,7 @@ def _cassettes(paths: Sequence[Path], compare: Sequence[tuple[Path, Path]]) -> t
     for path in [*found, *(p for pair in compare for p in pair)]:
         if path not in ordered:
             ordered.append(path)
-    return ordered, len(skipped)
+    return ordered, plain.cases, len(plain.skipped)
 
 
 def write_report(
@@ -81,6 +90,7 @@ def write_report(
     routes: RouteTable | None = None,
     force: bool = False,
     also_read: Mapping[str, Iterable[Path]] | None = None,
+    inference: Inference | None = None,
 ) -> int:
     """Replay the cassettes under ``paths`` (and those of ``compare``) and write the page to ``output``.
 
@@ -100,7 +110,8 @@ def write_report(
     reason = unwritable_reason(target)
     if reason is not None:  # asked first: a long replay should not end in a page that cannot be saved
         raise ConfigError(f"-o {output}: {reason}; choose a file that can be written")
-    cassettes, skipped = _cassettes(paths, compare)
+    table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
+    cassettes, plain, skipped = _cassettes(paths, compare, table, inference)
     refuse_output(target, what="report", inputs={"one of the cassettes being read": cassettes, **(also_read or {})},
                   force=force)
     if not cassettes:
@@ -108,8 +119,7 @@ def write_report(
         (err or out).write(f"dsh-replay: no cassettes with dsh_replay metadata under "
                            f"{', '.join(str(p) for p in paths)}{note}; nothing written\n")
         return 1
-    table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
-    views = asyncio.run(_views(cassettes, table))
+    views = asyncio.run(_views(cassettes, table, plain))
     by_path = dict(zip(cassettes, views, strict=True))
     page = render_page(views, [(by_path[a], by_path[b]) for a, b in compare], title="dsh-replay report",
                        version=__version__)
@@ -119,17 +129,24 @@ def write_report(
     return 0
 
 
-async def _views(cassettes: Sequence[Path], routes: RouteTable) -> list[CaseView]:
+async def _views(cassettes: Sequence[Path], routes: RouteTable,
+                 plain: Mapping[Path, Cassette | DshReplayError]) -> list[CaseView]:
     from dataclasses import replace
 
-    from ..cassette.replay import replay_case
+    from ..cassette.replay import CaseResult, replay_case
     from ..wire.coverage import collect_coverage
 
     views = []
     for number, path in enumerate(cassettes, start=1):
+        case = plain.get(path)
+        if isinstance(case, DshReplayError):  # a plain cassette with a call that cannot be read as one
+            result = CaseResult(cassette=path, short=type(case).__name__, problem=str(case))
+            views.append(await _view(f"case-{number}", path, result, routes, None))
+            continue
         with collect_coverage(detail=True) as seen:  # the page shows each call's event kinds
-            result = await replay_case(path, routes)
-        views.append(replace(await _view(f"case-{number}", path, result, routes), coverage=tuple(seen.streams)))
+            result = await replay_case(path, routes, cassette=case)
+        view = await _view(f"case-{number}", path, result, routes, case)
+        views.append(replace(view, coverage=tuple(seen.streams)))
     return views
 
 
@@ -153,13 +170,13 @@ def provenance_notes(metadata: dict[str, object]) -> list[str]:
     return notes
 
 
-async def _view(anchor: str, path: Path, result: CaseResult, routes: RouteTable) -> CaseView:
+async def _view(anchor: str, path: Path, result: CaseResult, routes: RouteTable, case: Cassette | None,
+                ) -> CaseView:
     from dataclasses import replace
 
     import orjson
 
     from ..cassette.store import Cassette
-    from ..errors import DshReplayError
     from ..protocol.jsonl import chunk_to_json
     from .report_html import Arrival, CaseView
     from .timeline import fragment_preview, stream_timeline
@@ -168,8 +185,10 @@ async def _view(anchor: str, path: Path, result: CaseResult, routes: RouteTable)
                       verdict=result.verdict, ok=result.ok, problem=result.problem,
                       violations=tuple(f"{v.rule} at chunk {v.position}: {v.message}"
                                        for o in result.outcomes for v in o.violations))
+    if result.route == "?" and case is None and result.problem:
+        return judged  # not read far enough to show more (why is in ``problem``)
     try:
-        cassette = Cassette.load(path)
+        cassette = case or Cassette.load(path)
     except DshReplayError:  # replay_case has said why, in ``problem``
         return judged
     timeline = await stream_timeline(cassette, routes)

@@ -10,13 +10,17 @@ import math
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DshReplayError
+from .common import inference, route_table
 
 if TYPE_CHECKING:
+    from ..adapters.route_table import RouteTable
+    from ..cassette.inferred import Inference
+    from ..cassette.store import Cassette
     from ..server.record import RecordingProxy
 
 __all__ = ["is_loopback", "serve"]
@@ -77,6 +81,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "dsh_replay_config's match_on: method, scheme, host, port, path, query, uri, headers, "
                              "body, raw_body); default: match_on of [tool.dsh_replay] in ./pyproject.toml, else "
                              "method,path,query,body")
+    parser.add_argument("--route", default=None, metavar="ROUTE",
+                        help="serve plain vcrpy cassettes (no dsh_replay metadata) as cases of ROUTE, read as import "
+                             "reads them ([tool.dsh_replay.hosts] in pyproject.toml does it by host); with --record, "
+                             "the route written in the new cassettes' metadata (default: the request's route, or "
+                             "the one its URL shows)")
     record = parser.add_argument_group("recording (--record)")
     record.add_argument("--record", action="store_true",
                         help="stand in front of the provider and record: a request that names a cassette (NAME) "
@@ -90,9 +99,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where requests go: one URL for all, or one per route (repeat the option); a request "
                              "picks its route with the header x-dsh-replay-route or the first part of its "
                              "cassette name; a shipped route without one goes to its provider's public URL")
-    record.add_argument("--route", default=None,
-                        help="the route written in the cassettes' metadata (default: the request's route, or the "
-                             "one its URL shows)")
     record.add_argument("--allow-insecure-upstream", action="store_true",
                         help="allow http:// upstreams (a loopback emulator, a local server); the client's "
                              "credential then crosses the network in clear")
@@ -111,15 +117,24 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _cassette_paths(paths: Sequence[str]) -> list[Path]:
-    from .check import find_cases
+def _cassette_paths(paths: Sequence[str], routes: RouteTable, inference: Inference) -> tuple[list[Path], dict[Path, Cassette]]:
+    """The cassettes under ``paths``, and the plain vcrpy ones ``inference`` reads as cases (each read now)."""
+    from .check_cases import find_cases, read_plain_cases, sorted_paths
 
     cassettes, _, skipped = find_cases(paths)
+    plain: dict[Path, Cassette] = {}
+    for path, case in read_plain_cases(skipped, routes, inference).cases.items():
+        if isinstance(case, DshReplayError):  # a case that cannot be served is refused, as a broken cassette is
+            raise ConfigError(str(case))
+        plain[path] = case
+    skipped = [path for path in skipped if path not in plain]
+    cassettes = sorted_paths([*cassettes, *plain])
     if not cassettes:
         note = f" ({len(skipped)} YAML file(s) without it were skipped)" if skipped else ""
         raise ConfigError(f"no cassettes with dsh_replay metadata under {', '.join(paths)}{note}; "
-                          "give cassette files or the folders that hold them")
-    return cassettes
+                          "give cassette files or the folders that hold them (plain vcrpy cassettes are read "
+                          "with --route ROUTE)")
+    return cassettes, plain
 
 
 def _served_while_recording(paths: Sequence[str]) -> list[Path]:
@@ -134,16 +149,18 @@ async def serve(
     paths: Sequence[Path], host: str, port: int, speed: float, out: TextIO, err: TextIO,
     stop: asyncio.Event | None = None, idle_timeout: float | None = None, max_connections: int | None = None,
     *, matchers: Sequence[Any] | None = None, proxy: Callable[..., RecordingProxy] | None = None,
+    plain: Mapping[Path, Cassette] | None = None,
 ) -> int:
     """Serve until SIGINT/SIGTERM (or ``stop`` is set); return the exit code.
 
     ``idle_timeout`` and ``max_connections`` are :class:`.HttpServer`'s (None: its defaults);
-    ``proxy`` builds the recording proxy (``--record``), given the log and the served cassettes' server.
+    ``proxy`` builds the recording proxy (``--record``), given the log and the served cassettes' server;
+    ``plain``: the cases among ``paths`` read in place from plain vcrpy cassettes.
     """
     from ..server.http import IDLE_TIMEOUT, MAX_CONNECTIONS, HttpServer, ReplayResponder, Responder
     from ..server.replay import CassetteServer
 
-    core = CassetteServer.load(paths, speed=speed, matchers=matchers) if paths else None
+    core = CassetteServer.load(paths, speed=speed, matchers=matchers, preloaded=plain) if paths else None
 
     def log(line: str) -> None:
         err.write(line + "\n")
@@ -241,9 +258,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise ConfigError(f"--max-connections must be 1 or more, got {args.max_connections}")
     matchers = _matchers(args.match_on)
     proxy = _proxy(args, speed, matchers) if args.record else None
-    if proxy is None and (args.record_mode or args.upstream or args.route or args.allow_insecure_upstream
-                          or args.upstream_timeout):
-        raise ConfigError("--record-mode, --upstream, --route, --allow-insecure-upstream and --upstream-timeout "
+    if proxy is None and (args.record_mode or args.upstream or args.allow_insecure_upstream or args.upstream_timeout):
+        raise ConfigError("--record-mode, --upstream, --allow-insecure-upstream and --upstream-timeout "
                           "are options of recording: add --record")
     # "localhost" may resolve to ::1 and 127.0.0.1, and --port 0 would bind each to its own free
     # port: one address, so the printed URL is the one every client reaches
@@ -252,9 +268,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # a stop asked for while the cassettes load is honoured once serving starts: still exit 0, last line
     previous = _stop_on_signals(stop)
     try:
-        paths = _served_while_recording(args.paths) if args.record else _cassette_paths(args.paths)
+        plain: dict[Path, Cassette] = {}
+        if args.record:
+            paths = _served_while_recording(args.paths)
+        else:
+            routes = route_table(args)
+            paths, plain = _cassette_paths(args.paths, routes, inference(args, routes))
         return asyncio.run(serve(paths, host, args.port, speed, out, err, stop, idle_timeout, args.max_connections,
-                                 matchers=matchers, proxy=proxy))
+                                 matchers=matchers, proxy=proxy, plain=plain))
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
@@ -278,7 +299,6 @@ def _proxy(args: argparse.Namespace, speed: float, matchers: Sequence[Any] | Non
     from ..cassette.files import remove_stale_temp_files
     from ..server.record import UPSTREAM_TIMEOUT, RecordingProxy
     from ..server.upstream import Upstreams
-    from .common import route_table
 
     if os.environ.get("CI"):
         raise ConfigError("serve --record is refused because CI is set: CI only replays. Record locally and commit.")

@@ -14,7 +14,7 @@ from typing import Any
 from ..adapters.route_table import RouteTable
 from ..cassette.intercept import install, replay_response, uninstall
 from ..cassette.pacing import Fragmentation
-from ..cassette.replay import Outcome, case_options
+from ..cassette.replay import Outcome, adapter_settings, case_options
 from ..cassette.store import Cassette
 from ..errors import CassetteError, DshReplayError
 from ..protocol.chunks import StreamChunk, TextDelta
@@ -123,10 +123,8 @@ async def stream_timeline(cassette: Cassette, routes: RouteTable | None = None) 
         return StreamTimeline(pieces=tuple(pieces))
     try:
         route, calls, base_url = case_options(cassette)
-        settings = cassette.metadata.get("adapter") or {}
         table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
-        adapter = table.adapter(route, base_url=base_url,
-                                 drop_reasoning=bool(isinstance(settings, dict) and settings.get("drop_reasoning")))
+        adapter = table.adapter(route, base_url=base_url, **adapter_settings(cassette).kwargs())
     except DshReplayError as exc:
         return StreamTimeline(pieces=tuple(pieces), note=str(exc))
     timeline = _Timeline(cassette, pieces)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..cassette.adapter_settings import AdapterSettings, adapter_settings
 from ..cassette.files import has_metadata
 from ..cassette.golden import golden_path_for
 from ..cassette.interaction import Interaction
@@ -65,7 +66,8 @@ class ConformanceCase:
     #: a request after the last interaction gets the last one again (a provider that keeps failing)
     repeat_last: bool = False
     base_url: str | None = None
-    drop_reasoning: bool = False
+    #: the adapter settings of the case's cassette (drop_reasoning, default_query)
+    settings: AdapterSettings = field(default_factory=AdapterSettings)
     #: why the case cannot run for this route (it is reported as skipped)
     skip: str = ""
 
@@ -99,7 +101,7 @@ class _Loaded:
     route: str
     calls: list[GenerateOptions]
     base_url: str | None
-    drop_reasoning: bool
+    settings: AdapterSettings
 
     @property
     def label(self) -> str:
@@ -112,8 +114,7 @@ class _Loaded:
 def _load(path: Path) -> _Loaded:
     cassette = Cassette.load(path)
     route, calls, base_url = case_options(cassette)
-    settings = cassette.metadata.get("adapter") or {}
-    return _Loaded(path, cassette, route, calls, base_url, bool(settings.get("drop_reasoning", False)))
+    return _Loaded(path, cassette, route, calls, base_url, adapter_settings(cassette))
 
 
 def build_cases(route: str, paths: Sequence[str | Path] = ()) -> list[ConformanceCase]:
@@ -130,7 +131,7 @@ def build_cases(route: str, paths: Sequence[str | Path] = ()) -> list[Conformanc
                 id=f"{item.label}[{spelling.replace(':', '-')}]", route=route, cassette=item.path,
                 interactions=tuple(item.cassette.interactions), calls=tuple(item.calls), goldens=item.goldens(),
                 fragmentation=Fragmentation.parse(spelling), base_url=item.base_url,
-                drop_reasoning=item.drop_reasoning,
+                settings=item.settings,
             ))
     return cases + fault_cases(route, loaded)
 
@@ -182,7 +183,7 @@ def _case(item: _Loaded, case_id: str, expect: tuple[type[ProviderError], ...]) 
     return ConformanceCase(
         id=case_id, route=item.route, cassette=item.path, interactions=tuple(item.cassette.interactions),
         calls=tuple(item.calls[:1]), goldens=item.goldens()[:1], base_url=item.base_url,
-        drop_reasoning=item.drop_reasoning, expect_raise=expect,
+        settings=item.settings, expect_raise=expect,
     )
 
 

@@ -135,8 +135,10 @@ def build_adapter(factory: Callable[..., Any], case: ConformanceCase) -> LlmAdap
     kwargs: dict[str, Any] = {"api_key": "sk-test-conformance-0000000000000000"}
     if case.base_url:
         kwargs["base_url"] = case.base_url
-    if case.drop_reasoning:
+    if case.settings.drop_reasoning:
         kwargs["drop_reasoning"] = True
+    if case.settings.default_query:
+        kwargs["default_query"] = dict(case.settings.default_query)
     try:
         adapter = factory(**kwargs)
     except TypeError as exc:

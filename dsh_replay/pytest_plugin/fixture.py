@@ -11,6 +11,7 @@ with ``--update-golden``) and returns them. The marker
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -129,8 +130,13 @@ class DshReplay:
         base_url = getattr(adapter, "base_url", None)
         if isinstance(base_url, str):
             session.cassette.metadata.setdefault("base_url", base_url)
-        if getattr(adapter, "drop_reasoning", False):
-            session.cassette.metadata.setdefault("adapter", {"drop_reasoning": True})
+        # what the adapter was built with that replay must build it with too (check, collection, conform)
+        built: dict[str, Any] = {"drop_reasoning": True} if getattr(adapter, "drop_reasoning", False) else {}
+        query = getattr(adapter, "default_query", None)
+        if isinstance(query, Mapping) and query:
+            built["default_query"] = dict(query)
+        if built:
+            session.cassette.metadata.setdefault("adapter", built)
         return session
 
     async def stream(

@@ -25,6 +25,7 @@ from .items import (
     CassetteItem,
     Collected,
     is_collectable,
+    plain_case,
 )
 
 # the fixtures of per-test configuration are the plugin's: re-exported for pytest to find here
@@ -102,9 +103,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     settings = config.stash[SETTINGS_KEY]
     if not settings.collect or not is_collectable(file_path, root=config.rootpath, cassette_dir=settings.cassette_dir):
         return None
-    if not has_metadata(file_path) or not config.stash[COLLECTED_KEY].first_time(file_path):
+    if has_metadata(file_path):
+        case = None
+    elif (case := plain_case(config, settings, file_path)) is None:
         return None
-    return CassetteFile.from_parent(parent, path=file_path)
+    if not config.stash[COLLECTED_KEY].first_time(file_path):
+        return None
+    collected: CassetteFile = CassetteFile.from_parent(parent, path=file_path)
+    collected.case = case
+    return collected
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

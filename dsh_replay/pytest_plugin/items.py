@@ -25,14 +25,14 @@ import pytest
 from ..adapters.route_table import RouteTable
 from ..cassette.golden import golden_path_for
 from ..cassette.replay import CaseResult, replay_case
-from ..cassette.store import RecordMode
+from ..cassette.store import Cassette, RecordMode
 from ..errors import DshReplayError
 from ..wire.coverage import collect_coverage
 from .coverage import strict_failure, verify_case
 from .report import Tally
 from .settings import Settings
 
-__all__ = ["CassetteFile", "CassetteItem", "Collected", "is_collectable"]
+__all__ = ["CassetteFile", "CassetteItem", "Collected", "is_collectable", "plain_case"]
 
 
 CASSETTES = "cassettes"
@@ -73,8 +73,33 @@ class CaseFailed(Exception):
 
 
 class CassetteFile(pytest.File):
+    #: a plain vcrpy cassette read as a case (or why it cannot be one); None for one of ours
+    case: Cassette | DshReplayError | None = None
+
     def collect(self) -> Iterator[pytest.Item]:
         yield CassetteItem.from_parent(self, name=self.path.stem)
+
+
+def plain_case(config: pytest.Config, settings: Settings, path: Path) -> Cassette | DshReplayError | None:
+    """The plain vcrpy cassette at ``path`` read as a case when ``[tool.dsh_replay.hosts]`` names its hosts.
+
+    ``None``: not a case (no hosts table, or no streamed LLM call to a host it names). A call that
+    cannot be read is returned as the error, and its item fails with it.
+    """
+    from ..cassette.inferred import Inference, NotACase, read_plain_case
+
+    try:
+        routes = routes_for(config, settings)
+    except DshReplayError as exc:  # the items of our own cassettes fail with it; this one too
+        return exc
+    if not routes.hosts:
+        return None
+    try:
+        return read_plain_case(path, routes, Inference(hosts=routes.hosts))
+    except NotACase:
+        return None
+    except DshReplayError as exc:
+        return exc
 
 
 class CassetteItem(pytest.Item):
@@ -86,6 +111,9 @@ class CassetteItem(pytest.Item):
         config = self.config
         settings: Settings = config.stash[SETTINGS_KEY]
         tally: Tally = config.stash[TALLY_KEY]
+        case = self.parent.case if isinstance(self.parent, CassetteFile) else None
+        if isinstance(case, DshReplayError):
+            raise CaseFailed(str(case))
         try:
             routes = routes_for(config, settings)
         except DshReplayError as exc:
@@ -94,7 +122,7 @@ class CassetteItem(pytest.Item):
             result: CaseResult = asyncio.run(
                 replay_case(
                     self.path, routes, fragmentation=settings.fragmentation, speed=settings.speed,
-                    update_golden=settings.update_golden,
+                    update_golden=settings.update_golden, cassette=case,
                 )
             )
         unmapped = tally.coverage.add(self.path, seen.streams)
@@ -109,6 +137,9 @@ class CassetteItem(pytest.Item):
         if unmapped and settings.strict_coverage:
             raise CaseFailed(strict_failure(self.path, unmapped))
         if settings.record_mode is RecordMode.VERIFY:
+            if case is not None:
+                pytest.skip(f"{self.path} is a plain vcrpy cassette read in place: verify re-records a "
+                            "dsh-replay cassette; dsh-replay import makes it one")
             verify_case(config, tally, self.path, routes)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:

@@ -20,26 +20,32 @@ Theory of operation, for one request:
    responses began.
 4. **Streaming through.** The head goes to the client as soon as it arrives;
    each body fragment is written to the client the moment it is read, and
-   recorded with its size and arrival time on the way. An upstream failure is
+   recorded with its size and arrival time on the way; the body's end too,
+   before the recorder files what it kept. An upstream failure is
    recorded at its offset and passed on as the same kind of failure (a
    timeout stalls, a cut is a cut, a reset a reset: :func:`.replay.ending_for`).
    A client that goes away is noticed even while the upstream is silent
    (:meth:`.wire.Reply.watch`): the upstream response is closed, and the
    interaction is recorded as far as the client got it, ``complete: false``.
 5. **Writing.** When the last open response of a name ends, its cassette is
-   written: metadata (:mod:`.metadata`), secret scan, atomic write, in a
-   worker thread while the name's next requests wait. A scan that finds a
-   credential refuses the write; the client has had its response, and stderr
-   names the file. On shutdown (:meth:`RecordingProxy.close`) the open
-   recordings are finished as cut and written; a killed server leaves the
-   last whole file, never half of one.
+   written: the session files its recordings on the event loop, where they
+   are made, into a copy of the cassette (:class:`_Copied`); metadata
+   (:mod:`.metadata`), secret scan and atomic write of that copy follow in a
+   worker thread. The name's next requests do not wait for it: they are
+   answered and recorded meanwhile, into the session, and written by the
+   next write, which starts when this one is done (one write of a name at a
+   time, so the file ends as the last one wrote it, every interaction in
+   order). A scan that finds a credential refuses the write; the client has
+   had its response, and stderr names the file. On shutdown
+   (:meth:`RecordingProxy.close`) the open recordings are finished as cut and
+   written; a killed server leaves the last whole file, never half of one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -51,13 +57,13 @@ from ..cassette.filters import RecordFilters
 from ..cassette.import_requests import detect_route
 from ..cassette.matching import Matcher
 from ..cassette.session import CassetteSession
-from ..cassette.store import RecordMode
+from ..cassette.store import Cassette, RecordMode
 from ..errors import CassetteError, ConfigError, DshReplayError
 from .http import Request
 from .metadata import recorded_metadata
 from .naming import cassette_file, clean_name
 from .replay import CassetteServer, Ending, Playback, Unmatched, ending_for, forwardable, selection
-from .upstream import Upstreams, forwarded_headers, upstream_url
+from .upstream import ENDED, Upstreams, UpstreamTransport, forwarded_headers, upstream_url
 from .wire import Reply
 
 __all__ = ["RECORD_MODES", "UPSTREAM_TIMEOUT", "RecordingProxy"]
@@ -81,7 +87,7 @@ class _Name:
     open: int = 0
     dirty: bool = False
     noted: bool = False
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    writing: asyncio.Lock = field(default_factory=asyncio.Lock)  # one write of the name at a time; requests never wait
 
 
 @dataclass
@@ -115,8 +121,9 @@ class RecordingProxy:
         self.log = log or (lambda line: None)
         self._timeout = {"connect": min(timeout, 30.0), "read": timeout, "write": timeout, "pool": timeout}
         # no pool limit of its own: the server's connection cap is the limit
-        self._transport = _Upstream(transport or httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=None)))
+        self._transport = transport or UpstreamTransport()
         self._names: dict[Path, _Name] = {}
+        self._picked: dict[str, _Name] = {}  # by the name as requests give it
         self._opening = asyncio.Lock()
         self._closing = False
         self._saves: set[asyncio.Future[None]] = set()
@@ -182,10 +189,11 @@ class RecordingProxy:
             await self._refuse(reply, state.name, 400, "dsh_replay_no_upstream", str(exc))
             return
         url = upstream_url(upstream, path, query)
+        # the body's end goes to the client as soon as it is read, before the recorder files the recording
+        extensions = {"timeout": self._timeout, ENDED: reply.finish_body}
         outgoing = httpx.Request(request.method, url, headers=forwarded_headers(request.headers),
-                                 content=request.body, extensions={"timeout": self._timeout})
-        async with state.lock:  # not while the name's cassette is being written
-            state.open += 1
+                                 content=request.body, extensions=extensions)
+        state.open += 1  # the name's cassette is written once no response of it is open
         state.route = state.route or self.route or route or detect_route(url)
         try:
             played = state.session.played
@@ -203,7 +211,7 @@ class RecordingProxy:
         finally:
             state.open -= 1
             if not state.open and not self._closing:
-                await self._save(state)
+                self._save(state)  # not awaited: the connection's next request is read meanwhile
 
     async def _relay(self, name: str, verb: str, response: httpx.Response, reply: Reply) -> None:
         reason = response.extensions.get("reason_phrase", b"")
@@ -243,12 +251,20 @@ class RecordingProxy:
     # -- cassettes ------------------------------------------------------------------------
 
     async def _open(self, picked: str) -> _Name:
+        state = self._picked.get(picked)  # a name is checked (and its file found) once, when first used
+        if state is not None:
+            return state
         name = clean_name(picked)
         path = cassette_file(self.folder, name)
         async with self._opening:
             state = self._names.get(path)
             if state is None:
-                state = self._names[path] = await asyncio.to_thread(self._make, name, path)
+                # a file to read is read in a worker thread (a big one would hold up every stream meanwhile);
+                # a new cassette costs a few stats, less than the trip to a thread and back
+                fresh = self.mode is RecordMode.REWRITE or not path.exists()
+                state = self._make(name, path) if fresh else await asyncio.to_thread(self._make, name, path)
+                self._names[path] = state
+            self._picked[picked] = state
         return state
 
     def _make(self, name: str, path: Path) -> _Name:
@@ -256,40 +272,47 @@ class RecordingProxy:
         if self.mode is RecordMode.ONCE and exists:
             return _Name(name, path, core=CassetteServer.load([path], speed=self.speed, matchers=self.matchers))
         session = CassetteSession(path, self.mode, matchers=self.matchers, filters=self.filters, speed=self.speed)
+        session.cassette = _Copied.of(session.cassette)
         return _Name(name, path, session=session, new=not exists or self.mode is RecordMode.REWRITE)
 
-    async def _save(self, state: _Name, *, closing: bool = False) -> None:
+    def _save(self, state: _Name, *, closing: bool = False) -> asyncio.Future[None]:
         """Write the name's cassette unless responses of it are open; a stop does not cancel a write under way."""
         task = asyncio.ensure_future(self._save_now(state, closing))
         self._saves.add(task)
         task.add_done_callback(self._saves.discard)
-        await asyncio.shield(task)
+        return task
 
     async def _save_now(self, state: _Name, closing: bool) -> None:
-        async with state.lock:
-            if state.session is None or not state.dirty or (state.open and not closing):
+        async with state.writing:  # after the name's write under way, if any: the file ends as the last one wrote it
+            session = state.session
+            if session is None or not state.dirty or (state.open and not closing):
                 return
             state.dirty = False
+            copied = session.cassette
+            assert isinstance(copied, _Copied)
             try:
-                why = await asyncio.to_thread(self._write, state)
-            except DshReplayError as exc:
-                self.log(f"warning: {state.path} was not written: {exc} The client had its response.")
+                # on the loop, in one step: no request of the name adds to the session meanwhile. The
+                # recorders a caller left open (at a stop) are finished as cut; ``all`` drops re-recorded ones
+                session.close()
+                cassette, copied.copy = copied.copy, None
+                if cassette is None:  # nothing recorded to write (a filter dropped it)
+                    return
+                why = await asyncio.to_thread(self._write, state, cassette)
+            except Exception as exc:  # nobody awaits a write: what stops one is said here
+                shown = str(exc) if isinstance(exc, DshReplayError) else f"{type(exc).__name__}: {exc}."
+                self.log(f"warning: {state.path} was not written: {shown} The client had its response.")
                 return
+        self.written.add(state.path)
         if why and not state.noted:
             state.noted = True
             self.log(f"note: {state.path} holds the raw requests only, not their options: {why}")
 
-    def _write(self, state: _Name) -> str:
-        """Write the name's cassette (in a worker thread); why it has no options ("" when it has)."""
-        assert state.session is not None
+    def _write(self, state: _Name, cassette: Cassette) -> str:
+        """Write ``cassette``, the name's as of now (in a worker thread); why it has no options ("" when it has)."""
         why = ""
         if state.new:
-            state.session.cassette.metadata, why = recorded_metadata(
-                state.route, state.session.cassette.interactions, self.routes)
-        # the recorders the caller left open are finished as cut; the scan refuses a credential
-        state.session.close()
-        if state.session.wrote:
-            self.written.add(state.path)
+            cassette.metadata, why = recorded_metadata(state.route, cassette.interactions, self.routes)
+        cassette.save()  # the secret scan, then the atomic write; a scan that finds a credential refuses it
         return why
 
     def stopping(self) -> None:
@@ -301,51 +324,31 @@ class RecordingProxy:
         self._closing = True
         await asyncio.gather(*self._saves)
         for state in list(self._names.values()):
-            await self._save(state, closing=True)
+            await asyncio.shield(self._save(state, closing=True))
         await self._transport.aclose()
 
 
-class _Upstream(httpx.AsyncBaseTransport):
-    """The upstream transport, its bodies wrapped in :class:`_Interruptible`."""
+class _Copied(Cassette):
+    """A session's cassette whose ``save()`` takes a copy, for the proxy to write in a worker thread.
 
-    def __init__(self, pool: httpx.AsyncBaseTransport) -> None:
-        self.pool = pool
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self.pool.handle_async_request(request)
-        response.stream = _Interruptible(response.stream)  # type: ignore[arg-type]
-        return response
-
-    async def aclose(self) -> None:
-        await self.pool.aclose()
-
-
-class _Interruptible(httpx.AsyncByteStream):
-    """A body whose read, once cancelled (the client went away), never reads as its end.
-
-    The recorder asks, when a body is closed early, whether it had in fact
-    ended there (:mod:`dsh_replay.cassette.drain`); a body iterator a
-    cancellation went through is finished, and would answer "ended": the
-    recording would say ``complete: true`` of a stream the client left.
+    The session files its recordings into the cassette on the event loop, as
+    its requests end; a write that read the cassette itself in a thread could
+    meet an interaction half recorded, or hold those requests up until it was
+    done. The copy (the list of interactions, each one finished) is what the
+    thread writes, while the session records on.
     """
 
-    def __init__(self, inner: httpx.AsyncByteStream) -> None:
-        self.inner, self.pieces, self.cut = inner, inner.__aiter__(), False
+    __slots__ = ("copy",)
+    copy: Cassette | None
 
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self
+    @classmethod
+    def of(cls, cassette: Cassette) -> _Copied:
+        copied = cls(path=cassette.path, interactions=cassette.interactions, metadata=cassette.metadata)
+        copied.copy = None
+        return copied
 
-    async def __anext__(self) -> bytes:
-        if self.cut:
-            raise httpx.ReadError("the read of this body was cancelled")
-        try:
-            return await self.pieces.__anext__()
-        except asyncio.CancelledError:
-            self.cut = True
-            raise
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+    def save(self) -> None:
+        self.copy = Cassette(path=self.path, interactions=list(self.interactions), metadata=dict(self.metadata))
 
 
 async def _pump(response: httpx.Response, reply: Reply, tally: _Tally) -> str | None:
@@ -354,7 +357,8 @@ async def _pump(response: httpx.Response, reply: Reply, tally: _Tally) -> str | 
     assert isinstance(stream, httpx.AsyncByteStream)  # the body as the transport gives it: raw, unread
     try:
         async for piece in stream:
-            await reply.piece(piece)
+            if reply.send(piece):  # the client is behind: wait for it before reading on
+                await reply.writer.drain()
             tally.pieces, tally.size = tally.pieces + 1, tally.size + len(piece)
     except httpx.TransportError as exc:  # the recorder has noted it, at its offset
         return type(exc).__name__

@@ -52,7 +52,7 @@ an injected truncation                 the body up to the cut, then the final ch
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -254,9 +254,14 @@ class CassetteServer:
         self.unmatched = 0
 
     @classmethod
-    def load(cls, paths: Sequence[Path], **options: Any) -> CassetteServer:
-        """A server for the cassette files at ``paths`` (each read and checked now, not at the first request)."""
-        return cls([Cassette.load(p) for p in paths], **options)
+    def load(cls, paths: Sequence[Path], preloaded: Mapping[Path, Cassette] | None = None,
+             **options: Any) -> CassetteServer:
+        """A server for the cassette files at ``paths`` (each read and checked now, not at the first request).
+
+        ``preloaded``: those of ``paths`` already read (plain vcrpy cassettes read as cases).
+        """
+        ready = preloaded or {}
+        return cls([ready.get(p) or Cassette.load(p) for p in paths], **options)
 
     @property
     def cassettes(self) -> list[Cassette]:

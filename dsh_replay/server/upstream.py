@@ -19,18 +19,40 @@ Forwarded headers are the client's, less the hop-by-hop ones, ``host`` and
 ``content-length`` (set for the upstream), and ours. ``accept-encoding`` is
 replaced by ``identity``: an uncompressed body is what the secret scan can
 read and what the cassette keeps readable, and every client takes one.
+
+The request goes out through :class:`UpstreamTransport`: httpx's requests and
+responses over httpcore's connection pool, as ``httpx.AsyncHTTPTransport``
+sends them, on connections of asyncio's own (see below) rather than anyio's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import ipaddress
+import select
+import ssl
+from collections import deque
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
+
+import httpcore
+import httpx
 
 from ..errors import ConfigError
 from .replay import SELECT_HEADER
 
-__all__ = ["PUBLIC_UPSTREAMS", "ROUTE_HEADER", "Upstreams", "forwarded_headers", "upstream_url"]
+__all__ = ["ENDED", "PUBLIC_UPSTREAMS", "READ_AHEAD", "ROUTE_HEADER", "UpstreamTransport", "Upstreams", "forwarded_headers",
+           "upstream_url"]
 
 #: the request header that picks the route (and so the upstream) of a request
 ROUTE_HEADER = "x-dsh-replay-route"
@@ -135,3 +157,263 @@ def forwarded_headers(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str
     """The client's headers as they go upstream (see the module docstring)."""
     kept = [(name, value) for name, value in headers if name.lower() not in _NOT_FORWARDED]
     return [*kept, ("accept-encoding", "identity")]
+
+
+# -- the upstream's connections ------------------------------------------------------------------
+#
+# httpcore reads its connections through anyio by default, 64 KiB at a time: each read
+# arms a cancel scope, pauses and resumes the socket's reading (two epoll calls) and
+# cuts asyncio's receive (up to 256 KiB) into 64 KiB pieces, copying the rest each
+# time; at a 10 MB stream, a third of the relay's time. The connections here are
+# asyncio's own: a read hands over what one receive got, whole (h11 takes any size),
+# and reading pauses only when READ_AHEAD bytes wait unread (a client that reads slowly).
+
+#: bytes received ahead of the relay before the upstream socket stops being read
+READ_AHEAD = 1024 * 1024
+#: the request extension called the moment the response body's end is read, before whoever reads the
+#: body hears of it: the proxy passes the end to its client then, rather than after the recorder has
+#: joined the body it holds (milliseconds for megabytes)
+ENDED = "dsh_replay.ended"
+
+
+class _Socket(asyncio.Protocol):
+    """What arrived on one upstream connection, each receive whole, until :class:`_Stream` reads it."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.chunks: deque[bytes] = deque()
+        self.waiting = 0  # bytes in ``chunks``
+        self.ended = False  # the upstream's FIN, or the connection lost
+        self.error: Exception | None = None
+        self.reader: asyncio.Future[bool] | None = None  # a read waiting for bytes
+        self.writable: asyncio.Future[None] | None = None  # set while the transport's buffer is full
+        self.paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(bytes(data))  # bytes as they are; the proactor loop may give a bytearray
+        self.waiting += len(data)
+        if self.waiting >= READ_AHEAD and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+        self.wake(True)
+
+    def eof_received(self) -> bool:
+        self.ended = True
+        self.wake(True)
+        return False  # the transport closes: a client sends nothing once the server has ended
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ended = True
+        self.error = self.error or exc
+        self.wake(True)
+        self.resume_writing()
+
+    def pause_writing(self) -> None:
+        self.writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self.writable is not None and not self.writable.done():
+            self.writable.set_result(None)
+        self.writable = None
+
+    def wake(self, arrived: bool) -> None:  # False: the read waiting has waited its timeout
+        if self.reader is not None and not self.reader.done():
+            self.reader.set_result(arrived)
+
+    def take(self) -> bytes:
+        data = self.chunks.popleft()
+        self.waiting -= len(data)
+        if self.paused and self.waiting < READ_AHEAD // 2 and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        return data
+
+
+class _Stream(httpcore.AsyncNetworkStream):
+    """One upstream connection for httpcore: a read returns what one receive got, whole, however much was asked."""
+
+    def __init__(self, transport: asyncio.Transport, socket: _Socket) -> None:
+        self.transport, self.socket = transport, socket
+        self.closed = False
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        socket = self.socket
+        if not socket.chunks and not socket.ended and not self.closed:
+            loop = asyncio.get_running_loop()
+            socket.reader = loop.create_future()
+            timer = loop.call_later(timeout, socket.wake, False) if timeout is not None else None
+            try:
+                if not await socket.reader:
+                    raise httpcore.ReadTimeout(f"the upstream sent nothing for {timeout:g} s")
+            finally:
+                socket.reader = None
+                if timer is not None:
+                    timer.cancel()
+        if socket.chunks:
+            return socket.take()
+        if self.closed:
+            raise httpcore.ReadError("the connection was closed")
+        if socket.error is not None:
+            raise httpcore.ReadError(str(socket.error) or type(socket.error).__name__) from socket.error
+        return b""  # the upstream's end of file
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        if self.closed or self.transport.is_closing():
+            raise httpcore.WriteError("the connection is closed")
+        self.transport.write(buffer)
+        if self.socket.writable is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self.socket.writable), timeout)
+            except asyncio.TimeoutError:
+                raise httpcore.WriteTimeout(f"the upstream took nothing for {timeout:g} s") from None
+        if self.socket.error is not None:
+            raise httpcore.WriteError(str(self.socket.error)) from self.socket.error
+
+    async def aclose(self) -> None:
+        self.closed = True
+        self.transport.close()
+
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        try:
+            transport = await asyncio.wait_for(
+                loop.start_tls(self.transport, self.socket, ssl_context, server_hostname=server_hostname), timeout)
+        except asyncio.TimeoutError:
+            self.transport.abort()
+            raise httpcore.ConnectTimeout(f"no TLS handshake with the upstream within {timeout:g} s") from None
+        except (OSError, ssl.SSLError) as exc:
+            self.transport.abort()
+            raise httpcore.ConnectError(str(exc)) from exc
+        assert isinstance(transport, asyncio.Transport)
+        self.socket.transport = transport
+        return _Stream(transport, self.socket)
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable":  # asked of an idle pooled connection: has the upstream closed it (or spoken)?
+            return self.socket.ended or bool(self.socket.chunks) or _readable(self.transport.get_extra_info("socket"))
+        return self.transport.get_extra_info({"client_addr": "sockname", "server_addr": "peername"}.get(info, info))
+
+
+def _is_address(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host) is not None
+    except ValueError:
+        return False
+
+
+def _readable(sock: Any) -> bool:
+    fileno = sock.fileno() if sock is not None else -1
+    return fileno < 0 or bool(select.select([fileno], [], [], 0)[0])
+
+
+class _Backend(httpcore.AsyncNetworkBackend):
+    """Opens :class:`_Stream` connections (asyncio only, as the server runs on asyncio)."""
+
+    async def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        local = (local_address, 0) if local_address else None
+        # as anyio does: a name with IPv6 and IPv4 addresses tries the next after 250 ms (RFC 8305);
+        # an address has nothing to race, and the race costs a task and a turn of the loop
+        delay = None if _is_address(host) else 0.25
+        opening = asyncio.get_running_loop().create_connection(
+            _Socket, host, port, local_addr=local, happy_eyeballs_delay=delay)
+        return await self._opened(opening, timeout, socket_options)
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        return await self._opened(asyncio.get_running_loop().create_unix_connection(_Socket, path), timeout,
+                                  socket_options)
+
+    async def _opened(
+        self, opening: Awaitable[tuple[asyncio.BaseTransport, asyncio.BaseProtocol]], timeout: float | None,
+        socket_options: Iterable[Any] | None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            transport, socket = await asyncio.wait_for(opening, timeout)
+        except asyncio.TimeoutError:
+            raise httpcore.ConnectTimeout(f"no connection to the upstream within {timeout:g} s") from None
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        assert isinstance(transport, asyncio.Transport) and isinstance(socket, _Socket)
+        for option in socket_options or ():
+            transport.get_extra_info("socket").setsockopt(*option)
+        return _Stream(transport, socket)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+def _httpx_error(exc: Exception, request: httpx.Request) -> Exception:
+    """httpx's exception for httpcore's ``exc`` (the same name: httpx's transport maps them one to one)."""
+    for kind in type(exc).__mro__:
+        mapped = getattr(httpx, kind.__name__, None)
+        if isinstance(mapped, type) and issubclass(mapped, httpx.TransportError):
+            return mapped(str(exc), request=request)
+    return exc
+
+
+class _Body(httpx.AsyncByteStream):
+    """A response body as httpcore reads it, failures as httpx's exceptions; its end told to ``ended`` first."""
+
+    def __init__(self, stream: AsyncIterable[bytes], request: httpx.Request) -> None:
+        self.stream, self.request = stream, request
+        self.pieces = stream.__aiter__()
+        self.ended: Callable[[], object] | None = request.extensions.get(ENDED)
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self.pieces.__anext__()
+        except StopAsyncIteration:
+            if self.ended is not None:
+                self.ended()
+            raise
+        except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError) as exc:
+            raise _httpx_error(exc, self.request) from exc
+
+    async def aclose(self) -> None:
+        close = getattr(self.stream, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class UpstreamTransport(httpx.AsyncBaseTransport):
+    """httpx's transport to the upstreams, on :class:`_Backend`; no pool limit (the server's connection cap is one)."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        keep = httpx.Limits()  # httpx's: idle connections kept, and for how long
+        self.pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context or httpx.create_ssl_context(), max_connections=None,
+            max_keepalive_connections=keep.max_keepalive_connections, keepalive_expiry=keep.keepalive_expiry,
+            network_backend=_Backend())
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.AsyncByteStream)
+        url = httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host, port=request.url.port,
+                           target=request.url.raw_path)
+        sent = httpcore.Request(request.method, url, headers=request.headers.raw, content=request.stream,
+                                extensions=request.extensions)
+        try:
+            response = await self.pool.handle_async_request(sent)
+        except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
+                httpcore.UnsupportedProtocol) as exc:
+            raise _httpx_error(exc, request) from exc
+        assert isinstance(response.stream, AsyncIterable)
+        return httpx.Response(response.status, headers=response.headers, stream=_Body(response.stream, request),
+                              extensions=response.extensions)
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()

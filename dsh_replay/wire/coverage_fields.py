@@ -197,7 +197,9 @@ def _data_line(body: bytes, data: bytes, start: int) -> int:
     while data and (at := body.find(data, at)) >= 0:
         end = at + len(data)
         if end == len(body) or body[end] in b"\r\n":
-            for field in (b"data: ", b"data:"):
+            # ``data:`` then a space is the space-stripped spelling: data that opens with a space is
+            # only ever the value of ``data: `` plus that data, never of ``data:`` before it
+            for field in (b"data: ", b"data:") if data[:1] != b" " else (b"data: ",):
                 top = at - len(field)
                 if top >= 0 and body[top:at] == field and (top == 0 or body[top - 1] in b"\r\n"):
                     return top

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import httpx
 import pytest
 import vcr
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from vcr.request import Request as VcrRequest
 
 from dsh_replay import CassetteError, use_cassette
+from dsh_replay.cassette import interaction as reading
 from dsh_replay.cassette.store import Cassette, Interaction
+from dsh_replay.protocol.fields import FieldError
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
 SSE = (
@@ -302,3 +309,69 @@ def test_bodies_a_literal_block_cannot_hold_are_written_the_careful_way(tmp_path
     ).interactions[0].body == body
     cassette.save()
     assert Cassette.load(cassette.path).interactions[0].body == body
+
+
+# -- the quick reading of an interaction and the checked one agree ---------------------------------------
+
+_RAW = [raw for path in sorted(Path(__file__).resolve().parents[2].joinpath("cassettes").rglob("*.yaml"))
+        for raw in yaml.load(path.read_bytes(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["interactions"]]
+_REPLACEMENTS = [None, "", 0, -1, 99, 200, 600, 1.5, True, False, "x", "POST", "http://h:99999/", "https://h/p",
+                 b"bytes", [], {}, [[0.0, 1]], [[0.0, 0]], [["a", 1]], [[1, 2, 3]], {"string": 1}, {"kind": "E"},
+                 ["a"], ["a", "b"], [1], "missing"]
+
+
+def _paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [at] if at else []
+    if isinstance(value, dict):
+        found += [path for key, item in value.items() for path in _paths(item, (*at, key))]
+    elif isinstance(value, list):
+        found += [path for n, item in enumerate(value[:3]) for path in _paths(item, (*at, n))]
+    return found
+
+
+#: the fields the readings check, edited more often than the others (a header's value, a body's text)
+_FIELDS = [("request",), ("response",), ("request", "method"), ("request", "uri"), ("request", "body"),
+           ("request", "headers"), ("response", "status"), ("response", "status", "code"),
+           ("response", "status", "message"), ("response", "headers"), ("response", "body"),
+           ("response", "body", "string"), ("response", "dsh_replay"), ("response", "dsh_replay", "fragments"),
+           ("response", "dsh_replay", "complete"), ("response", "dsh_replay", "error"),
+           ("response", "dsh_replay", "fragments", 0), ("response", "dsh_replay", "fragments", 0, 0),
+           ("response", "dsh_replay", "fragments", 0, 1)]
+
+
+def _edited(raw: Any, path: tuple[Any, ...], replacement: Any) -> Any:
+    raw = copy.deepcopy(raw)
+    holder = raw
+    try:
+        for step in path[:-1]:
+            holder = holder[step]
+        if replacement == "missing" and isinstance(holder, dict):
+            holder.pop(path[-1], None)
+        else:
+            holder[path[-1]] = replacement
+    except (LookupError, TypeError):  # the path is not there (any more): nothing edited
+        pass
+    return raw
+
+
+def _fields(interaction: Interaction) -> tuple[Any, ...]:
+    request = interaction.request
+    return (request.method, request.uri, request.body, dict(request.headers), interaction.status, interaction.reason,
+            interaction.headers, interaction.body, interaction.fragments, interaction.complete, interaction.error)
+
+
+@settings(max_examples=400, deadline=None)
+@given(raw=st.sampled_from(_RAW), data=st.data())
+def test_an_interaction_read_the_quick_way_is_the_one_the_checked_reading_builds(raw: Any, data: st.DataObject) -> None:
+    for _ in range(data.draw(st.integers(0, 2))):
+        path = data.draw(st.sampled_from(_FIELDS) | st.sampled_from(_paths(raw) or _FIELDS))
+        raw = _edited(raw, path, data.draw(st.sampled_from(_REPLACEMENTS)))
+    quick = reading._plain_interaction(copy.deepcopy(raw))
+    with mock.patch.object(reading, "_plain_interaction", lambda raw: None):
+        try:
+            checked = reading.interaction_from_dict(copy.deepcopy(raw), "interactions[0]")
+        except FieldError:
+            assert quick is None  # what the checked reading refuses, the quick one leaves to it
+            return
+    assert quick is None or _fields(quick) == _fields(checked)
+    assert _fields(reading.interaction_from_dict(raw, "interactions[0]")) == _fields(checked)

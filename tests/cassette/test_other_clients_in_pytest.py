@@ -23,6 +23,7 @@ from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 from tests.pytest_plugin.helpers import (
     ADAPTER_SOURCE,
     INI,
+    INNER_ADDOPTS,
     golden_lines,
     ini,
     ndjson,
@@ -100,6 +101,7 @@ def test_unexpected():
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, emu: ProviderEmulator) -> pytest.Pytester:
     monkeypatch.delenv("CI", raising=False)  # CI refuses recording, and these runs record
     monkeypatch.setenv("EMU", emu.base_url)
+    monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)  # plugins no inner test uses stay out (faster workers)
     pytester.makeini(INI)
     pytester.makepyfile(echo_adapter=ADAPTER_SOURCE)
     pytester.makeconftest(
@@ -113,7 +115,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, emu: Pro
 def test_the_summary_names_the_cassettes_that_recorded_nothing(project: pytest.Pytester, xdist: bool) -> None:
     project.makepyfile(test_silent=SILENT_TEST)
     args = ["--record-mode=once", "-p", "no:randomly"]
-    result = project.runpytest_subprocess(*args, "-n", "2", "-p", "xdist") if xdist else project.runpytest(*args)
+    result = project.runpytest(*args, *(("-n", "2", "-p", "xdist") if xdist else ()))
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*NothingRecordedWarning: cassette *unexpected.yaml: the block recorded nothing*"])
     assert "cassettes recorded nothing: 2 (recorded/expected.yaml, recorded/unexpected.yaml)" in summary(result)

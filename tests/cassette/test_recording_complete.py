@@ -198,3 +198,62 @@ def test_more_content_after_the_reader_stopped_is_not_an_end() -> None:
     assert drain.ended_sync(Stream(), iter([b"", b"data: more\n\n"])) is False
     assert drain.ended_sync(Stream(), iter([b""])) is True
     assert drain.ended_sync(Stream(), iter([])) is True
+
+
+def test_a_body_whose_reading_task_is_cancelled_mid_read_is_incomplete(emu: ProviderEmulator, tmp_path: Path) -> None:
+    # the stream goes on, a piece at a time, long after the reader is cancelled
+    emu.add("POST", CHAT, ScriptedResponse.streaming(OPENAI_SSE * 40, delay=0.05))
+    cassette = tmp_path / "c.yaml"
+
+    async def run() -> bytes:
+        seen: list[bytes] = []
+        first = asyncio.Event()
+        async with httpx.AsyncClient() as client, client.stream("POST", emu.base_url + CHAT, json={"stream": True}) \
+                as response:
+
+            async def reader() -> None:
+                async for piece in response.aiter_raw():
+                    seen.append(piece)
+                    first.set()  # then straight back into the next read, which waits for the server
+
+            task = asyncio.create_task(reader())
+            await asyncio.wait_for(first.wait(), 10)
+            task.cancel()  # lands in the read under way
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        return b"".join(seen)
+
+    with use_cassette(cassette, "once"):
+        seen = asyncio.run(run())
+    response = recorded(cassette)
+    assert response["dsh_replay"]["complete"] is False
+    assert body_of(response) == seen and len(seen) < len(OPENAI_SSE * 40)
+
+
+def test_a_body_whose_sync_read_is_interrupted_mid_read_is_incomplete(
+    emu: ProviderEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from httpcore._backends.sync import SyncStream
+
+    emu.add("POST", CHAT, ScriptedResponse.streaming(OPENAI_SSE * 40, delay=0.05))
+    armed = False
+    read = SyncStream.read
+
+    def interrupted(self: SyncStream, max_bytes: int, timeout: float | None = None) -> bytes:
+        if armed:  # Ctrl-C lands in the socket read under way
+            raise KeyboardInterrupt
+        return read(self, max_bytes, timeout)
+
+    monkeypatch.setattr(SyncStream, "read", interrupted)
+    cassette = tmp_path / "c.yaml"
+    seen: list[bytes] = []
+    with use_cassette(cassette, "once"), httpx.Client() as client, \
+            client.stream("POST", emu.base_url + CHAT, json={"stream": True}) as response:
+        pieces = response.iter_raw()
+        seen.append(next(pieces))
+        armed = True
+        with pytest.raises(KeyboardInterrupt):
+            seen.extend(pieces)  # what h11 already holds, then the next read
+    recording = recorded(cassette)
+    assert recording["dsh_replay"]["complete"] is False
+    assert body_of(recording) == b"".join(seen) and len(b"".join(seen)) < len(OPENAI_SSE * 40)

@@ -1,11 +1,14 @@
 """The command line's quick paths stay quick: ``--help`` and ``routes`` import
 neither vcrpy nor the cassette engine nor any adapter (each command's module is
-imported only when that command runs)."""
+imported only when that command runs); ``check`` imports vcrpy's ``Request``
+and matchers but not the rest of vcrpy (its ``VCR`` and its patches of every
+HTTP client installed), which half its start-up used to be."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,6 +48,44 @@ def test_a_command_imports_its_own_module_only() -> None:
     assert code == 0
     commands = {m for m in modules if m.startswith("dsh_replay.cli.")}
     assert commands == {"dsh_replay.cli.main", "dsh_replay.cli.diff"}
+
+
+#: what ``import vcr`` brings in beyond vcrpy's Request and matchers: its VCR and its patches of HTTP clients
+VCR_HEAVY = ("vcr.config", "vcr.cassette", "vcr.patch", "vcr.stubs")
+CASSETTE = str(Path(__file__).resolve().parents[2] / "cassettes" / "openai" / "text.yaml")
+
+
+def test_check_imports_vcrpys_request_and_matchers_but_not_its_patches() -> None:
+    code, modules = imported_by(["check", "-q", CASSETTE])
+    assert code == 0
+    assert {"vcr.request", "vcr.matchers"} <= modules  # the cassette was loaded and its request matched
+    assert not {m for m in modules if m.startswith(VCR_HEAVY)}
+
+
+LIGHT_THEN_FULL = (
+    "import sys\n"
+    "from dsh_replay.cassette.interaction import vcr_request_class\n"
+    "request = vcr_request_class()\n"
+    "print(' '.join(sorted(m for m in sys.modules if m.startswith({heavy!r}))))\n"
+    "import vcr, vcr.request\n"
+    "from vcr import VCR, use_cassette\n"
+    "assert vcr.request.Request is request and vcr.Request is request, 'one vcr.request'\n"
+    "assert vcr.__version__ and callable(use_cassette) and isinstance(vcr.default_vcr, VCR)\n"
+    "print(' '.join(sorted(m for m in sys.modules if m.startswith({heavy!r}))))\n"
+    "try:\n"
+    "    vcr.not_a_name\n"
+    "except AttributeError:\n"
+    "    print('AttributeError')\n"
+)
+
+
+def test_vcrpys_request_comes_light_and_the_rest_of_vcrpy_on_first_use() -> None:
+    done = subprocess.run([sys.executable, "-c", LIGHT_THEN_FULL.format(heavy=VCR_HEAVY)], capture_output=True,
+                          text=True, check=True, timeout=60)
+    light, full, missing = done.stdout.splitlines()
+    assert light == ""
+    assert {"vcr.config", "vcr.cassette", "vcr.patch"} <= set(full.split())
+    assert missing == "AttributeError"
 
 
 def test_lazy_package_names_resolve_and_unknown_names_fail() -> None:

@@ -33,7 +33,13 @@ IMPORTABLE = {
     "llm-anthropic/test_anthropic/test_prompt.yaml": ("anthropic", 1),
     "llm-anthropic/test_anthropic/test_async_prompt.yaml": ("anthropic", 2),
     "llm-anthropic/test_anthropic/test_thinking_prompt.yaml": ("anthropic", 1),
+    # the Anthropic SDK's beta client: ?beta=true, and the prompt as a list of one text block
+    "pydantic-ai/test_anthropic/test_request_stream_fallback_for_high_max_tokens.yaml": ("anthropic", 1),
+    # Azure OpenAI: a deployment URL with ?api-version=
+    "openllmetry/test_azure/test_chat_streaming.yaml": ("openai", 4),
 }
+AZURE = "openllmetry/test_azure/test_chat_streaming.yaml"
+BETA = "pydantic-ai/test_anthropic/test_request_stream_fallback_for_high_max_tokens.yaml"
 
 
 def output_of(out: Path, name: str) -> Path:
@@ -64,7 +70,7 @@ def test_real_cassettes_of_three_providers_import_into_cases_check_replays(
         work: Path, imported: tuple[Result, dict[str, str]]) -> None:
     result, before = imported
     assert result.code == 0, result.out
-    assert result.out.endswith("7 file(s) read: 7 case(s) written from 11 streamed interaction(s); "
+    assert result.out.endswith("9 file(s) read: 9 case(s) written from 16 streamed interaction(s); "
                                "0 could not be imported; 0 skipped\n")
     for name, (route, calls) in IMPORTABLE.items():
         cassette = output_of(work / "out", name)
@@ -77,7 +83,7 @@ def test_real_cassettes_of_three_providers_import_into_cases_check_replays(
     assert {p.parent.parent.parent.name for p in (work / "out").rglob("*.yaml")} == {"openai", "gemini", "anthropic"}
     checked = run("check", "out")
     assert checked.code == 0, checked.out
-    assert "7 case(s)" in checked.out and "7 passed, 0 failed" in checked.out
+    assert "9 case(s)" in checked.out and "9 passed, 0 failed" in checked.out
     # the originals were only read
     assert hashes(work / "in") == before
 
@@ -97,7 +103,7 @@ def test_goldens_hold_what_the_providers_said_and_are_the_same_cut_into_bytes(
     assert thinking.reasoning.startswith("The person is asking for two names") and thinking.text
     one_byte_at_a_time = run("check", "out", "--fragmentation", "bytes")
     assert one_byte_at_a_time.code == 0, one_byte_at_a_time.out
-    assert "7 passed, 0 failed" in one_byte_at_a_time.out
+    assert "9 passed, 0 failed" in one_byte_at_a_time.out
 
 
 def test_fields_the_options_do_not_hold_are_named_in_the_report(imported: tuple[Result, dict[str, str]]) -> None:
@@ -115,6 +121,8 @@ def test_fields_the_options_do_not_hold_are_named_in_the_report(imported: tuple[
     ("pydantic-ai/test_dbos/test_dbos_agent_run_stream.yaml", "messages[0].content"),
     ("pydantic-ai/test_google/test_google_model_stream.yaml", "contents[0].parts[0].text"),
     ("llm-anthropic/test_anthropic/test_prompt.yaml", "messages[0].content"),
+    (AZURE, "messages[0].content"),
+    (BETA, "messages[0].content"),
 ])
 def test_a_changed_prompt_in_the_options_fails_the_replay_with_a_request_mismatch(
         work: Path, imported: tuple[Result, dict[str, str]], name: str, field: str) -> None:
@@ -124,7 +132,7 @@ def test_a_changed_prompt_in_the_options_fails_the_replay_with_a_request_mismatc
     cassette.save()
     result = run("check", "out")
     assert result.code == 1
-    assert "6 passed, 1 failed" in result.out
+    assert "8 passed, 1 failed" in result.out
     assert "no recorded interaction matches POST" in result.out
     assert f"changed JSON fields: {field}" in result.out
 
@@ -133,10 +141,11 @@ def test_an_interaction_that_cannot_be_imported_is_listed_with_its_reason_and_fa
         work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result = run("import", str(CASES / "not-importable"), "--out", "out")
     assert result.code == 1
-    beta = next(line for line in result.out.splitlines() if "test_request_stream_fallback" in line)
-    assert "interaction 0: not importable: POST https://api.anthropic.com/v1/messages?beta=true: " in beta
-    assert "the recorded query parameter(s) beta=true are never sent by the anthropic adapter" in beta
-    assert "request field 'messages[0].content' cannot be mapped: it is a list of content parts" in beta
+    # the Azure AI Inference SDK names no model in its body (the deployment in the URL does)
+    azure = next(line for line in result.out.splitlines() if "test_azure_streaming_completion" in line)
+    assert ("interaction 0: not importable: POST https://fake-azure-endpoint.openai.azure.com/openai/deployments/"
+            "gpt-4o-mini/chat/completions?api-version=2024-12-01-preview: request field 'model' cannot be mapped: "
+            "the recorded request names no model") in azure
     # llm-gemini calls streamGenerateContent without alt=sse: a JSON array, not an SSE stream
     assert ("llm-gemini/test_gemini/test_prompt.yaml interaction 0: skipped: not streamed (application/json "
             "response to POST https://generativelanguage.googleapis.com/v1beta/models/gemini-flash-latest"
@@ -284,3 +293,105 @@ def test_show_and_report_say_the_fragments_are_inferred(work: Path, imported: tu
 def test_the_real_cassettes_hold_no_secret() -> None:
     result = run("scan", str(CASES))
     assert result.code == 0, result.out
+
+
+# -- query parameters: Azure OpenAI's api-version, the Anthropic SDK's beta=true -----------------------
+
+
+def test_azure_and_the_beta_client_import_with_their_query_as_the_cases_default_query(
+        work: Path, imported: tuple[Result, dict[str, str]]) -> None:
+    result, _ = imported
+    lines = result.out.splitlines()
+    for call in range(4):
+        assert (f"cassette in/{AZURE} interaction {call}: the recorded query parameter(s) api-version=2024-02-01 "
+                "are sent on every request of the case (dsh_replay.adapter.default_query)") in lines
+    assert (f"cassette in/{BETA} interaction 0: request field messages[0].content is a list of one text part in "
+            "the recording and a string in the anthropic adapter's request; the API reads a string as one text "
+            "part, so the case keeps the string") in lines
+    azure = output_of(work / "out", AZURE)
+    metadata = Cassette.load(azure).metadata
+    assert metadata["adapter"] == {"default_query": {"api-version": "2024-02-01"}}
+    assert metadata["base_url"] == "https://traceloop-stg.openai.azure.com/openai/deployments/openllmetry-testing"
+    assert "api-version: '2024-02-01'" in azure.read_text(encoding="utf-8")  # quoted, or YAML reads a date
+    assert Cassette.load(output_of(work / "out", BETA)).metadata["adapter"] == {"default_query": {"beta": "true"}}
+    joke = collect(load_jsonl(azure.with_suffix(".chunks.jsonl")))
+    assert joke.text.startswith("Why did the Opentelemetry developer bring a ladder")
+    beta = output_of(work / "out", BETA)
+    assert collect(load_jsonl(beta.with_suffix(".chunks.jsonl"))).text == "2"
+    # show's timeline builds the adapter from the same settings: the chunks are attributed, no mismatch
+    shown = run("show", str(azure.relative_to(work)))
+    assert shown.code == 0
+    assert '→ {"type":"text-delta","index":0,"text":"Why"}' in shown.out
+    # the case keeps the request as the adapter sends it: the prompt as a string, the query as recorded
+    [interaction] = Cassette.load(beta).interactions
+    assert interaction.request is not None
+    assert interaction.request.uri == "https://api.anthropic.com/v1/messages?beta=true"
+    assert json.loads(interaction.request.body)["messages"] == [
+        {"role": "user", "content": "What is 1+1? Answer with just the number."}]
+
+
+def test_without_its_default_query_the_azure_case_no_longer_replays(
+        work: Path, imported: tuple[Result, dict[str, str]]) -> None:
+    cassette = Cassette.load(output_of(work / "out", AZURE))
+    del cassette.metadata["adapter"]
+    cassette.save()
+    result = run("check", "out")
+    assert result.code == 1
+    assert "8 passed, 1 failed" in result.out
+    assert "differs in: query" in result.out
+
+
+def test_a_default_query_value_yaml_reads_as_a_date_is_named_with_the_field(
+        work: Path, imported: tuple[Result, dict[str, str]]) -> None:
+    azure = output_of(work / "out", AZURE)
+    azure.write_text(azure.read_text(encoding="utf-8").replace("api-version: '2024-02-01'", "api-version: 2024-02-01"),
+                     encoding="utf-8")
+    result = run("check", "out")
+    assert result.code == 1
+    assert f"cassette out/openai/{AZURE}: dsh_replay.adapter.default_query.api-version must be a string (quote it)" \
+        in result.out
+
+
+def test_an_azure_api_key_header_is_scrubbed_on_import(work: Path) -> None:
+    interactions = real_interactions(AZURE)[:1]
+    interactions[0]["request"]["headers"]["api-key"] = ["sk-test-azure-4c1f0e9a8b7d6c5e4f3a2b1c"]
+    write_cassette(work / "keyed" / "azure.yaml", interactions)
+    result = run("import", "keyed", "--out", "out")
+    assert result.code == 0, result.out
+    written = work / "out" / "openai" / "azure.yaml"
+    text = written.read_text(encoding="utf-8")
+    assert "sk-test-azure" not in text
+    assert Cassette.load(written).interactions[0].request.headers["api-key"] == "REDACTED"
+    assert run("check", "out").code == 0
+
+
+# -- [tool.dsh_replay.hosts] ------------------------------------------------------------------------------
+
+
+def local_server_cassette(work: Path) -> None:
+    [interaction] = real_interactions("pydantic-ai/test_dbos/test_dbos_agent_run_stream.yaml")
+    interaction["request"]["uri"] = "http://my-vllm.internal:8000/v1/chat/completions"
+    write_cassette(work / "local" / "vllm.yaml", [interaction])
+
+
+def test_a_host_in_the_pyproject_hosts_table_names_the_route_and_route_still_wins(work: Path) -> None:
+    local_server_cassette(work)
+    (work / "pyproject.toml").write_text('[tool.dsh_replay.hosts]\n"my-vllm.internal:8000" = "openai-compatible"\n',
+                                         encoding="utf-8")
+    result = run("import", "local", "--out", "out")
+    assert result.code == 0, result.out
+    assert Cassette.load(work / "out" / "openai-compatible" / "vllm.yaml").metadata["base_url"] == \
+        "http://my-vllm.internal:8000/v1"
+    forced = run("import", "local", "--out", "forced", "--route", "openai")
+    assert forced.code == 0, forced.out
+    assert (work / "forced" / "openai" / "vllm.yaml").is_file()
+
+
+def test_an_unknown_route_in_the_hosts_table_is_a_usage_error_naming_file_key_and_routes(work: Path) -> None:
+    (work / "pyproject.toml").write_text('[tool.dsh_replay.hosts]\n"my-vllm.internal:8000" = "openai-compatibel"\n',
+                                         encoding="utf-8")
+    result = run("import", "in", "--out", "out")
+    assert result.code == 2
+    assert ("pyproject.toml [tool.dsh_replay.hosts] 'my-vllm.internal:8000' names the route 'openai-compatibel', "
+            "which is not a known route; the known routes are anthropic, deepseek, gemini, ollama, openai, "
+            "openai-compatible, openai-responses") in result.err

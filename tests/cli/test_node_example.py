@@ -118,10 +118,24 @@ def test_golden_check_writes_then_holds_the_node_chunks_to_their_golden(tmp_path
     assert run("golden", "check", str(out), "--golden", str(golden)).out == f"{golden}: matched (13 chunks)\n"
 
 
-def test_the_node_adapter_passes_the_conformance_suite_for_openai() -> None:
+def node_conform(*only: str) -> subprocess.CompletedProcess[str]:
+    """``dsh-replay conform --route openai --command <the Node client>``: one node process per case."""
     command = f"{NODE} {SCRIPT} {{base_url}} --jsonl --options {{options}} --read-timeout 2"
-    done = subprocess.run([sys.executable, "-m", "dsh_replay", "conform", "--route", "openai", "--command", command],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run([sys.executable, "-m", "dsh_replay", "conform", "--route", "openai", "--command", command,
+                           *only], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr
+    return done
+
+
+def test_the_node_adapter_passes_the_recorded_case_of_every_openai_cassette() -> None:
+    # the quick share of the suite below, for `make test`: each cassette as it was recorded
+    cases = len(list((ROOT / "cassettes" / "openai").glob("*.yaml")))
+    done = node_conform("-k", "[recorded]")
+    assert f"{cases} cases: {cases} passed, 0 failed, 0 skipped (route openai, adapter command" in done.stdout
+
+
+@pytest.mark.exhaustive  # 62 node runs, the faults with their real retry waits and read timeout: make test-exhaustive
+def test_the_node_adapter_passes_the_conformance_suite_for_openai() -> None:
+    done = node_conform()
     cases = len(list((ROOT / "cassettes" / "openai").glob("*.yaml"))) * 4 + 14
     assert f"{cases} cases: {cases} passed, 0 failed, 0 skipped (route openai, adapter command" in done.stdout

@@ -29,6 +29,19 @@ def test_pyproject_routes(project: Path) -> None:
     assert routes["openai"] == "built-in (OpenAIChatAdapter)"
 
 
+def test_the_hosts_table_is_listed_after_the_routes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.dsh_replay.hosts]\n"vllm.internal:8000" = "openai-compatible"\n"llm-proxy.internal" = "openai"\n',
+        encoding="utf-8")
+    result = run("routes")
+    assert result.code == 0
+    routes, hosts = result.out.split("\n\n")
+    assert listing(routes).keys() == BUILTIN_ROUTES.keys()
+    assert hosts.splitlines() == ["hosts ([tool.dsh_replay.hosts] in pyproject.toml):",
+                                  "llm-proxy.internal  openai", "vllm.internal:8000  openai-compatible"]
+
+
 def test_plugin_routes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MY_PROVIDER_API_KEY", raising=False)  # the YAML has a default

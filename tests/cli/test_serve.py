@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -188,9 +189,9 @@ def stopped_while_loading(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     previous = signal.signal(signal.SIGTERM, _terminated)
     find = serve_command._cassette_paths
 
-    def find_then_signal(paths: list[str]) -> list[Path]:
+    def find_then_signal(paths: list[str], *more: Any) -> tuple[list[Path], dict[Path, Any]]:
         os.kill(os.getpid(), signal.SIGTERM)
-        return find(paths)
+        return find(paths, *more)
 
     monkeypatch.setattr(serve_command, "_cassette_paths", find_then_signal)
     try:

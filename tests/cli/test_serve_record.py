@@ -86,15 +86,18 @@ def test_a_stop_signal_finishes_an_open_recording_as_cut_and_writes_it_whole(tmp
 def test_a_killed_proxy_leaves_the_cassette_it_was_adding_to_as_it_was(tmp_path: Path) -> None:
     request, body = text_case()
     other = request.replace(b"Say hello.", b"Say goodbye.")
+    options = ("--allow-insecure-upstream", "--record-mode", "new_episodes")
     with ProviderEmulator() as emu:
         emu.add("POST", CHAT, ScriptedResponse.streaming(body, fragment_sizes=64, delay=0.005))
-        argv = ("--upstream", f"openai={emu.base_url}", "--allow-insecure-upstream", "--record-mode", "new_episodes")
-        with recording(tmp_path, *argv) as served:
+        with recording(tmp_path, "--upstream", f"openai={emu.base_url}", *options) as served:
             httpx.post(f"{served.base_url}/_dsh/openai/kept/-{CHAT}", content=request, timeout=GUARD)
             served.stop()
-        before = (tmp_path / "openai" / "kept.yaml").read_bytes()
+    before = (tmp_path / "openai" / "kept.yaml").read_bytes()
+    # an emulator of its own: the only answer it has is the slow one, which is still streaming at the kill
+    with ProviderEmulator() as emu:
         emu.add("POST", CHAT, ScriptedResponse.streaming(body, fragment_sizes=64, delay=0.3))
-        with recording(tmp_path, *argv) as served, httpx.Client(timeout=GUARD) as client, \
+        with recording(tmp_path, "--upstream", f"openai={emu.base_url}", *options) as served, \
+                httpx.Client(timeout=GUARD) as client, \
                 client.stream("POST", f"{served.base_url}/_dsh/openai/kept/-{CHAT}", content=other) as response:
             next(response.iter_raw())
             served.process.kill()

@@ -22,12 +22,15 @@ def suite(body: str) -> str:
     )
 
 
-def run(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
+def run(pytester: pytest.Pytester, body: str, *args: str, in_subprocess: bool = False) -> pytest.RunResult:
     pytester.makeini(INI)
     pytester.makepyfile(test_mine=suite(body))
-    # a subprocess: the cases must run as in a user's own pytest, with the installed plugin around them
-    return pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-q", "-rs",
-                                         f"--rootdir={pytester.path}", "-o", f"pythonpath={ROOT}", *args)
+    argv = ("-p", "no:randomly", "-p", "no:cacheprovider", "-q", "-rs", f"--rootdir={pytester.path}",
+            "-o", f"pythonpath={ROOT}", *args)
+    if in_subprocess:
+        # as in a user's own pytest: a fresh process, with the installed plugin around the cases
+        return pytester.runpytest_subprocess(*argv)
+    return pytester.runpytest(*argv)  # in-process: the same plugin and cases, without a start-up each
 
 
 GOOD = '''
@@ -50,7 +53,7 @@ def test_one_test_per_case_with_the_case_ids(pytester: pytest.Pytester) -> None:
 
 
 def test_a_shipped_adapter_passes_every_case(pytester: pytest.Pytester) -> None:
-    result = run(pytester, GOOD)
+    result = run(pytester, GOOD, in_subprocess=True)
     cassettes = len(list((ROOT / "cassettes" / "anthropic").glob("*.yaml")))
     result.assert_outcomes(passed=4 * cassettes + 14)
 

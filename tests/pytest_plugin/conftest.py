@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from .helpers import ADAPTER_SOURCE, INI
+from .helpers import ADAPTER_SOURCE, INI, INNER_ADDOPTS
 
 # pytester drops every module an inner run imported, so each in-process run
 # would import these afresh (hypothesis alone costs ~1 s, and the rest skews
@@ -22,6 +22,7 @@ def _no_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     # the outer suite runs with CI=true on CI, which would refuse every recording in the inner runs
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("EMU", raising=False)
+    monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
 
 
 @pytest.fixture

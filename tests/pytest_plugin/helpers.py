@@ -28,6 +28,13 @@ filterwarnings = error
 
 
 
+#: ``PYTEST_ADDOPTS`` of the inner runs (the outer run's own options are not the inner project's):
+#: the installed plugins no inner test uses stay out. Each costs every inner process, xdist's workers
+#: too, its imports at start-up (Hypothesis's ~0.6 s); pytest-asyncio, pytest-recording, pytest-xdist
+#: and ours, which the inner tests use or must live beside, still load as in a user's project.
+INNER_ADDOPTS = "-p no:hypothesispytest -p no:anyio -p no:respx"
+
+
 def ini(*lines: str) -> str:
     """The inner ini with extra lines."""
     return INI + "".join(line + "\n" for line in lines)

@@ -66,7 +66,7 @@ def test_the_shards_split_what_is_left_after_k(pytester: pytest.Pytester, cases:
 
 def test_a_shard_under_xdist_runs_the_same_cases(pytester: pytest.Pytester, cases: list[str]) -> None:
     alone = pytester.runpytest("--dsh-shard", "3/4")
-    spread = pytester.runpytest_subprocess("--dsh-shard", "3/4", "-p", "xdist", "-n", "2")
+    spread = pytester.runpytest("--dsh-shard", "3/4", "-p", "xdist", "-n", "2")
     count = len(_passed(alone)) - 1
     spread.assert_outcomes(passed=count + 1)
     spread.stdout.fnmatch_lines([f"dsh-replay: shard 3/4: {count} of {len(cases)} cassette cases"])

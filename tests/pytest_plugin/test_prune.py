@@ -16,6 +16,9 @@ import pytest
 from .helpers import IMPORTS, echo_test, ini, ndjson, provider, streaming, summary
 
 XDIST = ("-p", "xdist", "-n", "2")
+#: the xdist half of a [serial, xdist] matrix whose judgement is the controller's reading of its own
+#: options, as in one process: its workers' start-up is left to make test-exhaustive
+XDIST_EXHAUSTIVE = pytest.param(XDIST, marks=pytest.mark.exhaustive, id="xdist")
 SUBSET = "pruned: nothing (only a run of every test can tell what is unused)"
 PATHS = "pruned: nothing (paths were named or pytest started in a subfolder; only a run of the whole suite prunes)"
 FAILED = "pruned: nothing (1 test failed or errored; only a run where every test passes prunes)"
@@ -67,7 +70,7 @@ def stale(folder: Path) -> Path:
 
 def test_a_complete_passing_run_under_xdist_prunes(project: pytest.Pytester, cassettes: Path) -> None:
     gone = stale(cassettes)
-    result = project.runpytest_subprocess(*XDIST, "--prune-unused")
+    result = project.runpytest(*XDIST, "--prune-unused")
     result.assert_outcomes(passed=3)
     assert "unused goldens: 1, deleted (cassettes/test_ab/test_gone.chunks.jsonl)" in summary(result)
     assert not gone.exists()
@@ -78,32 +81,32 @@ def test_deselecting_under_xdist_prunes_nothing(project: pytest.Pytester, casset
     # the workers deselect; the controller only learns it from their tallies
     gone = stale(cassettes)
     for args in ((*XDIST, "--deselect", "test_ab.py::test_b"), ("--deselect", "test_ab.py::test_b")):
-        result = project.runpytest_subprocess(*args, "--prune-unused")
+        result = project.runpytest(*args, "--prune-unused")
         result.assert_outcomes(passed=2)
         assert summary(result)[3:] == [SUBSET]
         assert gone.exists()
         assert files(cassettes)["test_ab"] == sorted([*RECORDED["test_ab"], gone.name])
 
 
-@pytest.mark.parametrize("xdist", [(), XDIST], ids=["serial", "xdist"])
+@pytest.mark.parametrize("xdist", [pytest.param((), id="serial"), XDIST_EXHAUSTIVE])
 def test_last_failed_prunes_nothing(
     project: pytest.Pytester, cassettes: Path, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
 ) -> None:
     gone = stale(cassettes)
     monkeypatch.setenv("FAIL_A", "1")
-    project.runpytest_subprocess(*xdist).assert_outcomes(passed=2, failed=1)
+    project.runpytest(*xdist).assert_outcomes(passed=2, failed=1)
     monkeypatch.delenv("FAIL_A")
-    result = project.runpytest_subprocess(*xdist, "--lf", "--prune-unused")
+    result = project.runpytest(*xdist, "--lf", "--prune-unused")
     result.assert_outcomes(passed=1)  # test_a only: test_b and test_two.py are left out
     assert summary(result)[3:] == [SUBSET]
     assert gone.exists()
     assert files(cassettes)["test_ab"] == sorted([*RECORDED["test_ab"], gone.name])
 
 
-@pytest.mark.parametrize("xdist", [(), XDIST], ids=["serial", "xdist"])
+@pytest.mark.parametrize("xdist", [pytest.param((), id="serial"), XDIST_EXHAUSTIVE])
 def test_node_ids_prune_nothing(project: pytest.Pytester, cassettes: Path, xdist: tuple[str, ...]) -> None:
     gone = stale(cassettes)
-    result = project.runpytest_subprocess(*xdist, "test_ab.py::test_a", "test_two.py::test_two", "--prune-unused")
+    result = project.runpytest(*xdist, "test_ab.py::test_a", "test_two.py::test_two", "--prune-unused")
     result.assert_outcomes(passed=2)
     assert summary(result)[3:] == [SUBSET]
     assert gone.exists()
@@ -117,16 +120,16 @@ def test_a_test_failing_between_its_calls_keeps_its_later_golden(
     gone = stale(cassettes)
     monkeypatch.setenv("BETWEEN", "fail")
     # a failing run deletes nothing, not even what is unused
-    result = project.runpytest_subprocess(*xdist, "--prune-unused")
+    result = project.runpytest(*xdist, "--prune-unused")
     result.assert_outcomes(passed=2, failed=1)
     assert summary(result)[3:] == ["unused goldens: 1 (cassettes/test_ab/test_gone.chunks.jsonl)", "orphan cassettes: 0", FAILED]
     assert gone.exists()
     assert files(cassettes)["test_two"] == RECORDED["test_two"]
     # nor is test_two.2.chunks.jsonl listed: the test never reached the call it is for
-    result = project.runpytest_subprocess(*xdist)
+    result = project.runpytest(*xdist)
     assert summary(result)[3:] == ["unused goldens: 1 (cassettes/test_ab/test_gone.chunks.jsonl)", "orphan cassettes: 0"]
     # -x stops at the failure, maybe before other tests ran (under xdist, that depends on timing)
-    result = project.runpytest_subprocess(*xdist, "-x", "-p", "no:randomly", "--prune-unused", "test_two.py", "test_ab.py")
+    result = project.runpytest(*xdist, "-x", "-p", "no:randomly", "--prune-unused", "test_two.py", "test_ab.py")
     assert result.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
     assert summary(result)[-1] in ((SUBSET, FAILED) if xdist else (SUBSET,))
     assert gone.exists()

@@ -33,7 +33,7 @@ def both(project: pytest.Pytester) -> pytest.Pytester:
 def test_pytest_starts_with_both_plugins_and_both_read_record_mode(both: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     with provider(monkeypatch, streaming(ndjson("hi"))) as emu:
         emu.add("GET", "/ping", ScriptedResponse.json({"pong": True}))
-        result = both.runpytest_subprocess("--record-mode=once", "test_both.py")
+        result = both.runpytest("--record-mode=once", "test_both.py")
         dead = emu.base_url
         assert sorted(r.path for r in emu.requests) == ["/gen", "/ping"]
     result.assert_outcomes(passed=2)
@@ -69,7 +69,7 @@ def test_with_no_recording_our_own_record_mode_is_used(both: pytest.Pytester, mo
     ours = help_text.index("dsh-replay: record and replay LLM provider streams:")
     assert "--record-mode={none,once,new_episodes,all,rewrite,verify}" in help_text[ours : help_text.index("\n\n", ours)]
     with provider(monkeypatch) as emu:
-        result = both.runpytest_subprocess("-p", "no:recording", "--record-mode=once", "test_dsh.py")
+        result = both.runpytest("-p", "no:recording", "--record-mode=once", "test_dsh.py")
         assert len(emu.requests) == 1
     result.assert_outcomes(passed=1)
     assert "recording-" not in next(line for line in result.outlines if line.startswith("plugins:"))

@@ -199,7 +199,7 @@ def test_update_golden_says_which_goldens_a_failing_test_left_unwritten(
         (folder / f"{name}.chunks.jsonl").write_text(stale)
 
     monkeypatch.setenv("FAIL_A", "1")
-    result = project.runpytest_subprocess(*xdist, "--update-golden", "-p", "no:randomly")
+    result = project.runpytest(*xdist, "--update-golden", "-p", "no:randomly")
     result.assert_outcomes(failed=1, xfailed=1)
     lines = summary(result)
     assert lines[1:4] == [
@@ -212,7 +212,7 @@ def test_update_golden_says_which_goldens_a_failing_test_left_unwritten(
 
     # once the test passes, the golden is written and the line is gone
     monkeypatch.delenv("FAIL_A")
-    result = project.runpytest_subprocess(*xdist, "--update-golden", "-p", "no:randomly")
+    result = project.runpytest(*xdist, "--update-golden", "-p", "no:randomly")
     result.assert_outcomes(passed=1, xfailed=1)
     assert [line for line in summary(result) if "not written" in line] == [
         "goldens: 1 not written (test xfailed): cassettes/test_after/test_b.chunks.jsonl"

@@ -31,7 +31,7 @@ def test_replay_under_xdist_matches_one_process(project: pytest.Pytester, record
     (recorded / "stale.chunks.jsonl").write_text("{}\n")  # to see the listing merged once
     single = project.runpytest()
     single.assert_outcomes(passed=N)
-    parallel = project.runpytest_subprocess(*XDIST)
+    parallel = project.runpytest(*XDIST)
     parallel.assert_outcomes(passed=N)
     parallel.stdout.fnmatch_lines(["*2 workers [[]20 items[]]*"])
     assert summary(parallel) == summary(single) == [
@@ -50,7 +50,7 @@ def test_update_golden_under_xdist_leaves_every_golden_intact(project: pytest.Py
         (recorded / f"test_{i:02d}.chunks.jsonl").write_text('{"type":"finish","reason":{"kind":"stop"}}\n')
     for i in (1, 2, 3):
         (recorded / f"test_{i:02d}.chunks.jsonl").unlink()
-    result = project.runpytest_subprocess(*XDIST, "--update-golden")
+    result = project.runpytest(*XDIST, "--update-golden")
     result.assert_outcomes(passed=N)
     assert summary(result)[1] == f"goldens: {N - 8} matched, 3 written, 5 updated"
     assert goldens(recorded) == expected
@@ -62,7 +62,7 @@ def test_recording_under_xdist_writes_every_file_whole(project: pytest.Pytester,
     for path in recorded.iterdir():
         path.unlink()
     with provider(monkeypatch, *(streaming(ndjson(f"answer {i}"), delay=0) for i in range(N))) as emu:
-        result = project.runpytest_subprocess(*XDIST, "--record-mode=once")
+        result = project.runpytest(*XDIST, "--record-mode=once")
         result.assert_outcomes(passed=N)
         assert len(emu.requests) == N
     assert summary(result)[:2] == [f"cassettes: 0 replayed, {N} recorded", f"goldens: 0 matched, {N} written, 0 updated"]

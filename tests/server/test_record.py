@@ -7,12 +7,15 @@ process. Waits are bounded by ``asyncio.wait_for`` (hang guards), never timed.
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import httpx
 import orjson
 import pytest
+import yaml
 
+from dsh_replay.cassette import store
 from dsh_replay.cassette.store import Cassette, RecordMode
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse, split_by_sizes
 
@@ -267,3 +270,45 @@ def test_a_request_that_names_no_cassette_is_replayed_from_the_served_ones_or_re
     assert statuses == [429, 200, 400]
     assert log[0].startswith(f"replayed {served.with_suffix('').as_posix()} (429, ")
     assert log[2].startswith("refused - (400: name the cassette to record this request in")
+
+
+def test_a_name_s_next_requests_are_answered_while_its_cassette_is_being_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    request, body = text_case()
+    held, release = threading.Event(), threading.Event()
+    written: list[int] = []  # the interactions of each write, in the order the writes happened
+    atomic_write = store.atomic_write
+
+    def write(path: Path, data: bytes) -> None:  # the first write waits until the test lets it go
+        if not written:
+            held.set()
+            release.wait(GUARD)
+        written.append(len(yaml.safe_load(data)["interactions"]))
+        atomic_write(path, data)
+
+    monkeypatch.setattr(store, "atomic_write", write)
+    with ProviderEmulator() as emu:
+        emu.add("POST", CHAT, ScriptedResponse.streaming(body))
+
+        async def scenario() -> tuple[list[tuple[int, bytes]], list[int]]:
+            async with proxying(tmp_path, emu) as proxy, httpx.AsyncClient(timeout=GUARD) as client:
+                url = proxy.base("openai/turns") + CHAT
+                got = [await stream(client, url, request)]
+                assert await asyncio.to_thread(held.wait, GUARD)  # its cassette is being written, and stays so
+                try:
+                    # the same connection, then a new one: neither waits for the write
+                    got.append(await asyncio.wait_for(stream(client, url, request), GUARD))
+                    async with httpx.AsyncClient(timeout=GUARD) as other:
+                        got.append(await asyncio.wait_for(stream(other, url, request), GUARD))
+                    during = list(written)
+                finally:
+                    release.set()
+            return [(status, b"".join(pieces)) for status, pieces in got], during
+
+        answers, during = run(scenario)
+    assert answers == [(200, body)] * 3
+    assert during == []  # all three were answered while the first write was held
+    # one write at a time, in order: the first as it was, then one with all three, the file whole
+    assert written == [1, 3]
+    assert len(Cassette.load(tmp_path / "openai" / "turns.yaml").interactions) == 3

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dsh_replay import SSEDecoder
@@ -203,6 +203,8 @@ _FIELD_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), black
 @given(st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["delta", "ping"])), _FIELD_TEXT,
                           st.booleans(), st.booleans()), min_size=1, max_size=8),
        st.sampled_from(["\n", "\r\n"]))
+# "data: " holds "", not " ": the event with data " " is on the line "data:  " below it
+@example([(None, "", False, False), (None, " ", False, False)], "\n")
 def test_every_event_is_located_on_the_line_its_block_starts(
         blocks: list[tuple[str | None, str, bool, bool]], newline: str) -> None:
     lines: list[str] = []
