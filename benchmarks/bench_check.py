@@ -27,6 +27,7 @@ it. The package's bytecode is compiled first, as ``pip install`` does
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import statistics
@@ -46,6 +47,10 @@ sys.path.insert(0, str(ROOT))
 RUNS = 5
 #: the least share of this machine's 2-process ceiling that check -n 2 should reach
 TARGET = 0.9
+
+
+#: the jobs of the matrix the shard row splits the cases into, and the most the slowest may take of one job's time
+SHARDS, SHARD_TARGET = 2, 0.65
 
 
 def make_suite(folder: Path, copies: int) -> list[Path]:
@@ -83,6 +88,18 @@ def check_process(folder: Path, jobs: int) -> float:
     if done.returncode != 0:
         raise AssertionError(f"check -n {jobs} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     return seconds
+
+
+def shard_process(folder: Path, index: int, total: int) -> tuple[float, list[str]]:
+    """``check --shard index/total`` as one CI job runs it: (seconds, the case paths it checked)."""
+    env = {key: value for key, value in os.environ.items() if key != "CI"}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "dsh_replay", "check", "--json", "--shard", f"{index}/{total}",
+                           str(folder)], capture_output=True, text=True, check=False, cwd=ROOT, env=env)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise AssertionError(f"check --shard {index}/{total} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return seconds, [case["path"] for case in json.loads(done.stdout)["cases"]]
 
 
 def _spin(count: int) -> int:
@@ -127,8 +144,13 @@ def run(quick: bool = False) -> list[dict[str, object]]:
         warm_two: list[float] = []
         start_up: list[float] = []
         ceilings: list[float] = []
+        slowest_shard: list[float] = []
+        shard_paths: list[list[str]] = []
         for _ in range(runs):
             ceilings.append(cpu_ceiling())
+            shards = [shard_process(folder, index, SHARDS) for index in range(1, SHARDS + 1)]
+            slowest_shard.append(max(seconds for seconds, _ in shards))
+            shard_paths = [paths for _, paths in shards]
             one.append(check_process(folder, 1))
             two.append(check_process(folder, 2))
             warm_two.append(check_once(folder, jobs=2))
@@ -138,6 +160,10 @@ def run(quick: bool = False) -> list[dict[str, object]]:
     warm = statistics.median(warm_two)
     serial = statistics.median(start_up)
     ceiling = statistics.median(ceilings)
+    every = [path for paths in shard_paths for path in paths if path.endswith(".yaml")]  # goldens alone aside
+    # the jobs of a matrix together check every case, each once
+    whole = sorted(str(path) for path in files)
+    exact = sorted(every) == whole
     samples: dict[str, Any] = {"floor_s": floors, "check_s": checks, "n1_s": one, "n2_s": two,
                                "warm_n2_s": warm_two, "start_up_s": start_up, "ceiling": ceilings}
     return [
@@ -152,6 +178,10 @@ def run(quick: bool = False) -> list[dict[str, object]]:
          # the most a second process gives on this machine: a loop with nothing to share or send
          "cpu_ceiling": ceiling, "of_ceiling": single / double / ceiling, "target": TARGET,
          "met": single / double / ceiling >= TARGET},
+        {"benchmark": "check", "name": f"check --shard K/{SHARDS}", "cassettes": len(files), "shards": SHARDS,
+         "slowest_s": statistics.median(slowest_shard), "n1_s": single,
+         "of_whole": statistics.median(slowest_shard) / single, "sizes": [len(paths) for paths in shard_paths],
+         "exact": exact, "met": exact and statistics.median(slowest_shard) / single <= SHARD_TARGET},
     ]
 
 
