@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -24,19 +25,34 @@ __all__ = [
 def unwritable_reason(path: Path) -> str | None:
     """Why a file cannot be written at ``path`` (its folders made as needed), or ``None``.
 
-    Asked before a recording starts, so that a call paid for is not lost at the end.
+    Asked before a recording starts, so that a call paid for is not lost at the end; with
+    ``os`` calls on the path's text, as each test that records asks it.
     """
     try:
-        if path.is_dir():
+        if stat.S_ISDIR(_mode(os.fspath(path)) or 0):
             return f"{path} is a folder"
-        folder = next(parent for parent in path.absolute().parents if parent.exists())
-    except OSError as exc:  # a name longer than the file system allows, a loop of links...
+        folder = path.absolute().parent
+        while (mode := _mode(os.fspath(folder))) is None and folder.parent != folder:
+            folder = folder.parent
+    except OSError as exc:  # a name longer than the file system allows...
         return f"{path} cannot be written: {exc.strerror or exc}"
-    if not folder.is_dir():
+    if not stat.S_ISDIR(mode or 0):
         return f"{folder} is a file, so the folder for {path.name} cannot be made"
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"{folder} is not writable"
     return None
+
+
+def _mode(path: str) -> int | None:
+    """``path``'s mode, links followed; None when nothing is there (or a loop of links), as pathlib's tests read it."""
+    try:
+        return os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EBADF):
+            return None
+        raise
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable
@@ -126,9 +127,8 @@ class Scrubber:
         lowered = name.lower()
         if lowered in names:
             return True
-        return any(fnmatch.fnmatchcase(lowered, p) for p in self.header_patterns) and not any(
-            fnmatch.fnmatchcase(lowered, p) for p in self.harmless_headers
-        )
+        patterns, harmless = _any_of(tuple(self.header_patterns)), _any_of(tuple(self.harmless_headers))
+        return patterns(lowered) is not None and harmless(lowered) is None
 
     def _uri(self, uri: str, removed: list[str]) -> str:
         parts = urlsplit(uri)
@@ -164,7 +164,7 @@ class Scrubber:
     def _body_fields(self, body: bytes, removed: list[str]) -> bytes:
         # the cheap test first: nearly every request body names none of the fields
         lowered = body.lower()
-        if not any(f'"{name}"'.encode() in lowered for name in self.body_fields):
+        if not any(quoted in lowered for quoted in _quoted(frozenset(self.body_fields))):
             return body
         try:
             data = orjson.loads(body)
@@ -187,6 +187,18 @@ class Scrubber:
             else:
                 out[key] = self._redact_fields(item, removed)
         return out
+
+
+@functools.lru_cache(maxsize=64)
+def _any_of(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
+    """One compiled test for shell-style ``patterns`` (a header name is tested against all, for every request)."""
+    return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns) or "(?!)").fullmatch
+
+
+@functools.lru_cache(maxsize=64)
+def _quoted(fields: frozenset[str]) -> tuple[bytes, ...]:
+    """The field names as they appear in JSON, lowered: ``"api_key"``."""
+    return tuple(f'"{name}"'.encode() for name in sorted(fields))
 
 
 def _echo_forms(value: str) -> list[str]:

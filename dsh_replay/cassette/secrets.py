@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import functools
 import re
 import zlib
 from collections.abc import Iterable, Iterator
@@ -115,7 +116,8 @@ def _walk(value: object, field: str) -> Iterator[_Found]:
             yield from _bytes_secrets(value, field or "<value>")
             continue
         if isinstance(value, str):
-            yield from _string_secrets(value, field or "<value>")
+            field = field or "<value>"
+            yield from _short_string_secrets(value, field) if len(value) <= _REMEMBERED else _string_secrets(value, field)
             continue
         if not isinstance(value, (dict, list, tuple)) or id(value) in seen:
             continue
@@ -127,6 +129,17 @@ def _walk(value: object, field: str) -> Iterator[_Found]:
         else:
             children = [(f"{field}[{position}]", item) for position, item in enumerate(value)]
         pending += reversed(children)
+
+
+#: strings up to this long have their findings remembered: a cassette's names and header values
+#: recur in every cassette written (each interaction's ``content-type``, ``POST``, its ``uri``)
+_REMEMBERED = 512
+
+
+@functools.lru_cache(maxsize=8192)
+def _short_string_secrets(text: str, field: str) -> tuple[_Found, ...]:
+    """:func:`_string_secrets`, all of them, remembered: the findings depend on nothing but the two strings."""
+    return tuple(_string_secrets(text, field))
 
 
 def _string_secrets(text: str, field: str) -> Iterator[_Found]:

@@ -47,6 +47,7 @@ from .interaction import (
 )
 from .secrets import find_secrets
 from .yaml_file import read_yaml_file
+from .yaml_layout import DECLINED, read_layout
 
 __all__ = ["FORMAT_VERSION", "Cassette", "Interaction", "RecordMode", "RecordedError"]
 
@@ -289,7 +290,10 @@ class Cassette:
 
     def _bodies_read_back(self, text: str) -> bool:
         try:
-            back = yaml.load(text, Loader=_Loader)
+            # as the loader will read the file (the layout reader reads what libyaml would, or declines)
+            back = read_layout(text.encode("utf-8"))
+            if back is DECLINED:
+                back = yaml.load(text, Loader=_Loader)
             return all(
                 as_bytes(raw["response"]["body"]["string"]) == interaction.body
                 and as_bytes(raw["request"].get("body")) == (interaction.request.body or b"")

@@ -8,7 +8,7 @@ import gc
 import os
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -18,6 +18,7 @@ from ..adapters.route_table import RouteTable
 from ..cassette.files import unwritable_reason
 from ..cassette.replay import AdapterCache, CaseResult
 from ..cassette.shard import Shard
+from ..cassette.timeouts import within
 from ..errors import ConfigError, DshReplayError
 from ..wire.coverage import collect_coverage
 from .check_cases import collect_cases, find_cases, read_plain_cases, sorted_paths, uncovered
@@ -100,14 +101,6 @@ async def _warm_up(first: Path | None, routes: RouteTable, fragmentation: str) -
 CASE_SECONDS = 120.0
 
 
-async def _within(seconds: float, work: Coroutine[Any, Any, CaseResult]) -> CaseResult:
-    """``await work``, cancelled after ``seconds``: in this task where asyncio can (no task per case)."""
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(seconds):
-            return await work
-    return await asyncio.wait_for(work, seconds)  # pragma: no cover - Python 3.10
-
-
 class _BatchRunner:
     """Replays batches of cases with adapters shared across the batches of one process (and its event loop)."""
 
@@ -131,7 +124,7 @@ class _BatchRunner:
                                      adapters=self._adapters, cassette=case)
             try:
                 with collect_coverage() as seen:
-                    result = await _within(CASE_SECONDS, replay)
+                    result = await within(CASE_SECONDS, replay)
             except (TimeoutError, asyncio.TimeoutError):  # one class from 3.11 on
                 # an adapter awaiting what never comes: this case fails, the run goes on
                 result = CaseResult(cassette=path, short="hung", problem=(

@@ -49,6 +49,7 @@ from typing import Any
 from ..cassette.files import read_metadata_key
 from ..cassette.golden import GOLDEN_SUFFIX
 from .coverage import CoverageTally
+from .shared import resolved
 
 __all__ = ["RunScope", "Tally"]
 
@@ -95,25 +96,25 @@ class Tally:
     silent_since: int = field(default_factory=lambda: _engine().silent_mark() if _engine() else 0)
 
     def configured_folder(self, cassette: Path) -> None:
-        self.configured.add(str(cassette.resolve().parent))
+        self.configured.add(str(resolved(cassette).parent))
 
     def expect(self, cassette: Path) -> None:
         """A collected test will open ``cassette`` (whether or not it gets to run)."""
-        self.expected.add(str(cassette.resolve()))
+        self.expected.add(str(resolved(cassette)))
 
     def keep(self, cassette: Path) -> None:
         """The test of ``cassette`` did not pass: the cassette and all its goldens count as used."""
-        self.kept.add(str(cassette.resolve()))
+        self.kept.add(str(resolved(cassette)))
 
     def use(self, cassette: Path, golden: Path | None = None) -> None:
-        self.cassettes.add(str(cassette.resolve()))
-        self.folders.add(str(cassette.resolve().parent))
+        self.cassettes.add(str(resolved(cassette)))
+        self.folders.add(str(resolved(cassette).parent))
         if golden is not None:
-            self.goldens.add(str(golden.resolve()))
+            self.goldens.add(str(resolved(golden)))
 
     def not_written(self, golden: Path, reason: str) -> None:
         """A golden the run had to write (recording, ``--update-golden``) was left as it was."""
-        self.unwritten[str(golden.resolve())] = reason
+        self.unwritten[str(resolved(golden))] = reason
 
     def to_json(self) -> dict[str, Any]:
         self.take_silent()
@@ -168,11 +169,11 @@ class Tally:
             for path in paths:
                 if not path.is_file():
                     continue
-                resolved = str(path.resolve())
+                real = str(path.resolve())
                 if path.name.endswith(GOLDEN_SUFFIX):
-                    if resolved not in self.goldens and self._golden_unused(path, known):
+                    if real not in self.goldens and self._golden_unused(path, known):
                         goldens.append(path)
-                elif path.suffix in (".yaml", ".yml") and resolved not in known and _is_ours(path):
+                elif path.suffix in (".yaml", ".yml") and real not in known and _is_ours(path):
                     cassettes.append(path)
         return goldens, cassettes
 

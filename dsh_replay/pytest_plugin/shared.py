@@ -12,9 +12,24 @@ recording there would keep only the last writer's, so it is refused.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from ..cassette.store import RecordMode
+
+
+def resolved(path: Path) -> Path:
+    """``path.resolve()``, asked of the file system once per absolute path in a run.
+
+    A test's cassette and goldens are looked up under their real paths several times
+    (who shares them, what was used, what was written), for every test.
+    """
+    return _resolved_absolute(path) if path.is_absolute() else path.resolve()  # a relative one follows the cwd
+
+
+@functools.lru_cache(maxsize=16384)
+def _resolved_absolute(path: Path) -> Path:
+    return path.resolve()
 
 __all__ = ["SharedCassettes"]
 
@@ -31,29 +46,29 @@ class SharedCassettes:
         """The (cassette named in a marker, test node id) pairs of the collected tests."""
         owners: dict[Path, list[str]] = {}
         for path, nodeid in uses:
-            owners.setdefault(path.resolve(), []).append(nodeid)
+            owners.setdefault(resolved(path), []).append(nodeid)
         self._owners = {path: nodes for path, nodes in owners.items() if len(nodes) > 1}
 
     def deselected(self, uses: list[tuple[Path, str]]) -> None:
         """Tests that name a cassette in their marker but were deselected (``-k``, ``--deselect``, ``-m``)."""
         for path, nodeid in uses:
-            self._deselected.setdefault(path.resolve(), []).append(nodeid)
+            self._deselected.setdefault(resolved(path), []).append(nodeid)
 
     def owners(self, path: Path) -> list[str]:
         """The tests that share ``path`` ([] when only one test uses it)."""
-        return self._owners.get(path.resolve(), [])
+        return self._owners.get(resolved(path), [])
 
     def appends(self, path: Path, mode: RecordMode) -> bool:
         """Whether a test re-recording ``path`` in ``mode`` adds to what an earlier test of the run wrote."""
-        return mode in (RecordMode.REWRITE, RecordMode.ALL) and path.resolve() in self._written
+        return mode in (RecordMode.REWRITE, RecordMode.ALL) and resolved(path) in self._written
 
     def wrote(self, path: Path) -> None:
         if self.owners(path):
-            self._written.add(path.resolve())
+            self._written.add(resolved(path))
 
     def refusal(self, path: Path, mode: RecordMode, nodeid: str, *, xdist: bool) -> str | None:
         """Why this test may not record into its shared cassette in this run, or None."""
-        absent = self._deselected.get(path.resolve(), [])
+        absent = self._deselected.get(resolved(path), [])
         if absent and mode in (RecordMode.REWRITE, RecordMode.ALL):
             return (
                 f"cassette {path} is shared with {len(absent)} deselected test(s) ({', '.join(absent[:3])}"

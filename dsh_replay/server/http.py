@@ -34,6 +34,7 @@ from typing import Protocol
 import h11
 
 from ..cassette.scrub import Scrubber
+from ..cassette.timeouts import within
 from ..errors import DshReplayError
 from .replay import CassetteServer, Unmatched
 from .wire import READ_SIZE, Reply, finish
@@ -241,7 +242,7 @@ class HttpServer:
         """
         wait = self.idle_timeout if by is None else max(by - asyncio.get_running_loop().time(), 0.0)
         try:
-            return await asyncio.wait_for(reader.read(READ_SIZE), wait)
+            return await within(wait, reader.read(READ_SIZE))
         except asyncio.TimeoutError:
             if conn.their_state is not h11.IDLE or conn.trailing_data[0]:
                 message = f"the request did not arrive within {self.idle_timeout:g} s"

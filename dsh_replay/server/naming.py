@@ -10,7 +10,9 @@ it already).
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -45,7 +47,10 @@ def clean_name(name: str) -> str:
 
 def cassette_file(folder: Path, name: str) -> Path:
     """The file a recording named ``name`` goes to, inside ``folder``."""
-    path = folder / f"{clean_name(name)}.yaml"
+    text = clean_name(name)
+    path = folder / f"{text}.yaml"
+    if not _link_below(folder, f"{text}.yaml"):
+        return path
     try:
         inside = path.resolve().is_relative_to(folder.resolve())
     except (OSError, RuntimeError) as exc:  # a loop of links
@@ -53,3 +58,24 @@ def cassette_file(folder: Path, name: str) -> Path:
     if not inside:
         raise ConfigError(f"cassette name {name!r} is refused: {path} resolves outside {folder} (a link)")
     return path
+
+
+def _link_below(folder: Path, name: str) -> bool:
+    """Might a part of ``name`` under ``folder`` be a link? Only one could lead out: a clean name has no ``..``.
+
+    Each part that exists is looked at without following it, until one does not exist (nothing
+    below it does either); a request pays these few calls instead of resolving the folder's
+    whole path twice.
+    """
+    place = os.fspath(folder)
+    for part in name.split("/"):
+        place = os.path.join(place, part)
+        try:
+            mode = os.lstat(place).st_mode
+        except FileNotFoundError:
+            return False
+        except OSError:  # not a folder, too long, no permission: the resolving check says why
+            return True
+        if stat.S_ISLNK(mode):
+            return True
+    return False

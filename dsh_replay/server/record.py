@@ -261,14 +261,15 @@ class RecordingProxy:
             if state is None:
                 # a file to read is read in a worker thread (a big one would hold up every stream meanwhile);
                 # a new cassette costs a few stats, less than the trip to a thread and back
-                fresh = self.mode is RecordMode.REWRITE or not path.exists()
-                state = self._make(name, path) if fresh else await asyncio.to_thread(self._make, name, path)
+                exists = path.exists()
+                fresh = self.mode is RecordMode.REWRITE or not exists
+                state = self._make(name, path, exists) if fresh else await asyncio.to_thread(
+                    self._make, name, path, exists)
                 self._names[path] = state
             self._picked[picked] = state
         return state
 
-    def _make(self, name: str, path: Path) -> _Name:
-        exists = path.exists()
+    def _make(self, name: str, path: Path, exists: bool) -> _Name:
         if self.mode is RecordMode.ONCE and exists:
             return _Name(name, path, core=CassetteServer.load([path], speed=self.speed, matchers=self.matchers))
         session = CassetteSession(path, self.mode, matchers=self.matchers, filters=self.filters, speed=self.speed)

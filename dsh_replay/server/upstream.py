@@ -48,6 +48,7 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
+from ..cassette.timeouts import within
 from ..errors import ConfigError
 from .replay import SELECT_HEADER
 
@@ -269,7 +270,7 @@ class _Stream(httpcore.AsyncNetworkStream):
         self.transport.write(buffer)
         if self.socket.writable is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(self.socket.writable), timeout)
+                await within(timeout, asyncio.shield(self.socket.writable))
             except asyncio.TimeoutError:
                 raise httpcore.WriteTimeout(f"the upstream took nothing for {timeout:g} s") from None
         if self.socket.error is not None:
@@ -284,8 +285,8 @@ class _Stream(httpcore.AsyncNetworkStream):
     ) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         try:
-            transport = await asyncio.wait_for(
-                loop.start_tls(self.transport, self.socket, ssl_context, server_hostname=server_hostname), timeout)
+            transport = await within(
+                timeout, loop.start_tls(self.transport, self.socket, ssl_context, server_hostname=server_hostname))
         except asyncio.TimeoutError:
             self.transport.abort()
             raise httpcore.ConnectTimeout(f"no TLS handshake with the upstream within {timeout:g} s") from None
@@ -340,7 +341,7 @@ class _Backend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None,
     ) -> httpcore.AsyncNetworkStream:
         try:
-            transport, socket = await asyncio.wait_for(opening, timeout)
+            transport, socket = await within(timeout, opening)
         except asyncio.TimeoutError:
             raise httpcore.ConnectTimeout(f"no connection to the upstream within {timeout:g} s") from None
         except OSError as exc:

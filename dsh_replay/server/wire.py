@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 import h11
 import orjson
 
+from ..cassette.timeouts import within
 from .replay import Ending, Playback
 
 __all__ = ["READ_SIZE", "Reply", "finish", "until_closed"]
@@ -113,7 +114,7 @@ class Reply:
         if ending == "stall" and self.reader is not None:
             # silence until the client's read timeout ends it, or ours does
             with contextlib.suppress(asyncio.TimeoutError, ConnectionError):
-                await asyncio.wait_for(until_closed(self.reader), self.stall_seconds)
+                await within(self.stall_seconds, until_closed(self.reader))
         self.reset = ending == "reset"
 
     def finish_body(self) -> None:

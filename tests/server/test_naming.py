@@ -31,3 +31,22 @@ def test_a_link_out_of_the_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "in" / "link").symlink_to(tmp_path / "out")
     with pytest.raises(ConfigError, match="resolves outside"):
         cassette_file(tmp_path / "in", "link/text")
+
+
+def test_a_link_that_stays_in_the_folder_is_taken(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    assert cassette_file(tmp_path, "alias/text") == tmp_path / "alias" / "text.yaml"
+
+
+def test_a_linked_cassette_file_out_of_the_folder_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "in" / "openai").mkdir(parents=True)
+    (tmp_path / "elsewhere.yaml").write_text("interactions: []\n")
+    (tmp_path / "in" / "openai" / "text.yaml").symlink_to(tmp_path / "elsewhere.yaml")
+    with pytest.raises(ConfigError, match="resolves outside"):
+        cassette_file(tmp_path / "in", "openai/text")
+
+
+def test_a_file_where_a_folder_of_the_name_would_be_is_not_taken_for_a_link(tmp_path: Path) -> None:
+    (tmp_path / "openai").write_text("not a folder")
+    assert cassette_file(tmp_path, "openai/text") == tmp_path / "openai" / "text.yaml"
