@@ -17,9 +17,10 @@ the bytes come from:
   (``@pytest.mark.vcr``), replayed by cassetter's pytest plugin from its own
   cassettes (a Rust core; it keeps no fragments). Its plugin and
   pytest-recording's cannot be loaded together (both define
-  ``--record-mode``), so its runs block pytest-recording (``-p no:recording``)
-  and find cassetter on ``PYTHONPATH`` (``_cassetter.py``: installed beside
-  the venv, never in it); everything else loads as for the others. Left out,
+  ``--record-mode``), so its runs turn pytest-recording off, as every run
+  turns off the plugins its contender does not use (below), and find
+  cassetter on ``PYTHONPATH`` (``_cassetter.py``: installed beside the venv,
+  never in it). Left out,
   with the reason, when it cannot be installed. The other target compares us
   with this one: the fastest peer.
 - ``no cassette (respx)`` - respx mocks answer with the body straight from
@@ -33,9 +34,17 @@ adapter and the checks cost, whoever replays the bytes.
 
 Each module lives in its own temporary directory with its own ``pytest.ini``
 (``asyncio_mode = strict``) and runs as ``python -m pytest -q -p
-no:cacheprovider`` in a fresh process, so every contender pays the same start-up
-(the same plugins are installed for all; cassetter's runs swap pytest-recording's
-plugin for cassetter's, above). The modules are run in turn, five
+no:cacheprovider`` in a fresh process, with its own plugin only: the venv has
+ours and pytest-recording's, and each run turns off (``-p no:NAME``) the ones
+its contender does not use, as a suite that uses one of them has only that one
+installed (pytest-recording's hooks alone cost about 0.3 ms per test, ours
+run at every test too). The other plugins (pytest-asyncio, respx, hypothesis,
+xdist) load for all. Python writes bytecode in these runs, as it does by
+default (``PYTHONDONTWRITEBYTECODE``, set on some CI machines, is removed for
+them): pytest rewrites the assertions of every module of a plugin's package
+when it imports it, and with the bytecode written it does so once, in the
+recording runs, not at every start (without it, each start of ours rewrites
+our ~70 modules again: about 0.2 s per run). The modules are run in turn, five
 rounds, and the median wall time of each is divided by N.
 
 The cassettes are recorded first, once, by real pytest runs in
@@ -171,6 +180,23 @@ CONTENDERS: dict[str, tuple[str, str, str, str]] = {
         VCR_HTTPX,
     ),
 }
+#: the pytest plugins of the venv each contender uses, by their ``-p`` names; its runs turn the others off
+#: (``-p no:NAME``), as a suite that uses one of them has only that one installed
+OWN_PLUGINS: dict[str, tuple[str, ...]] = {
+    "dsh_replay plugin": ("dsh_replay", "dsh_replay_emulator"),
+    "pytest-recording": ("recording",),
+    "cassetter plugin": (),  # its own plugin comes from PYTHONPATH, not from the venv
+    "no cassette (respx)": (),
+    "pytest-recording, httpx read only": ("recording",),
+}
+VENV_PLUGINS = ("dsh_replay", "dsh_replay_emulator", "recording")
+
+
+def plugins_off(name: str) -> tuple[str, ...]:
+    """``-p no:NAME`` for each plugin of the venv contender ``name`` does not use."""
+    return tuple(arg for plugin in VENV_PLUGINS if plugin not in OWN_PLUGINS[name] for arg in ("-p", f"no:{plugin}"))
+
+
 #: the contenders whose cassettes are recorded before the timed runs
 RECORDED = ("dsh_replay plugin", "pytest-recording", "cassetter plugin", "pytest-recording, httpx read only")
 CASSETTER = "cassetter plugin"
@@ -203,7 +229,10 @@ def pytest_run(
     folder: Path, *extra: str, record: bool = False, environ: Mapping[str, str] | None = None
 ) -> tuple[float, str]:
     """Run pytest in ``folder`` in a fresh process; (wall seconds, output). Raises on failure."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    # Python's own default, as on a developer's machine: bytecode is written, so pytest's assertion
+    # rewriting of each plugin's modules is done once (by the recording runs) and read back after
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "COV_")) and k != "PYTHONDONTWRITEBYTECODE"}
     env.update(environ or {})
     if record:
         env.pop("CI", None)  # the plugin refuses to record under CI
@@ -241,7 +270,7 @@ def record(folders: dict[str, Path], cases: int, emu: object, launch: Launch | N
     # not timed, so the recording runs may share the cores
     def record_one(name: str) -> tuple[float, str]:
         args, env = launch.get(name, ((), {}))
-        return pytest_run(folders[name], *args, "--record-mode=once", record=True, environ=env)
+        return pytest_run(folders[name], *plugins_off(name), *args, "--record-mode=once", record=True, environ=env)
 
     with ThreadPoolExecutor(len(recorded)) as pool:
         runs = pool.map(record_one, recorded)
@@ -260,7 +289,7 @@ def peer_launch(say: Callable[[str], None]) -> tuple[Launch, str | None]:
     if isinstance(folder, str):
         say(f"suite: cassetter left out: {folder}")
         return {}, folder
-    return {CASSETTER: (("-p", "no:recording"), _cassetter.environ(folder, {}))}, None
+    return {CASSETTER: ((), _cassetter.environ(folder, {}))}, None
 
 
 def run(
@@ -290,7 +319,7 @@ def run(
             say(f"suite: round {round_ + 1}/{runs}")
             for name, folder in folders.items():
                 args, env = launch.get(name, ((), {}))
-                seconds, output = pytest_run(folder, *args, environ=env)
+                seconds, output = pytest_run(folder, *plugins_off(name), *args, environ=env)
                 if passed(output) != cases:
                     raise RuntimeError(f"{name}: expected {cases} passed:\n{output[-2000:]}")
                 times[name].append(seconds)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError, DshReplayError
 from .filters import RecordFilters, Rule
-from .matching import Matcher, body_matcher
+from .matching import Matcher, body_matcher, vcr_matchers
 from .pacing import Fragmentation, parse_speed
 from .store import RecordMode
 
@@ -112,8 +112,7 @@ class RecordingConfig:
 
 def matchers_named(names: Sequence[str]) -> list[Matcher]:
     """The matcher functions of checked ``match_on`` names (:func:`parse_match_on`)."""
-    from vcr import matchers
-
+    matchers = vcr_matchers()
     return [body_matcher if name == "body" else getattr(matchers, name) for name in names]
 
 

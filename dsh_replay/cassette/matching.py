@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import importlib
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DIFF_CHARS", "DIFF_LINES", "Body", "Matcher", "Nearest", "Shown", "body_matcher", "changed_fields",
-    "default_matchers", "describe_mismatch", "differing_parts", "explain", "nearest", "requests_match",
+    "default_matchers", "describe_mismatch", "differing_parts", "explain", "nearest", "requests_match", "vcr_matchers",
 ]
 
 
@@ -50,9 +52,20 @@ Matcher = Callable[["VcrRequest", "VcrRequest"], Any]
 
 def default_matchers() -> tuple[Matcher, ...]:
     """vcrpy's method, path and query matchers, and JSON-as-data bodies."""
-    from vcr import matchers
-
+    matchers = vcr_matchers()
     return (matchers.method, matchers.path, matchers.query, body_matcher)
+
+
+def vcr_matchers() -> ModuleType:
+    """vcrpy's ``vcr.matchers``, without the patches of every HTTP client ``import vcr`` brings in.
+
+    A run that only replays needs none of them: they cost a good part of its
+    start-up (see :func:`.interaction.vcr_request_class`).
+    """
+    from .interaction import vcr_request_class
+
+    vcr_request_class()
+    return importlib.import_module("vcr.matchers")
 _PART_NAMES = {"body_matcher": "body"}
 
 
@@ -157,7 +170,7 @@ def differing_parts(
     :func:`body_matcher` is answered from the parsed bodies: called, it would
     parse both again for every recorded interaction.
     """
-    from vcr.matchers import get_matchers_results
+    get_matchers_results = vcr_matchers().get_matchers_results
 
     parts: list[str] = []
     for matcher in matchers:

@@ -46,6 +46,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from .. import errors
+from ..cassette.matching import vcr_matchers
 from ..cassette.store import Cassette
 from ..errors import ConfigError
 from ..protocol.chunks import StreamChunk
@@ -83,8 +84,7 @@ class _CaseServer(CassetteServer):
 
     def __init__(self, case: ConformanceCase) -> None:
         # vcr where it is used: imported at start-up it would defeat pytest-recording's assertion rewriting
-        from vcr import matchers
-
+        matchers = vcr_matchers()
         fault = dataclasses.replace(case.fault, interaction=case.fault_interaction) if case.fault else None
         cassette = Cassette(path=case.cassette, interactions=list(case.interactions))
         super().__init__([cassette], matchers=[matchers.method, matchers.path], fragmentation=case.fragmentation,
