@@ -331,3 +331,13 @@ def test_a_name_over_the_limit_is_explained_before_anything_is_written(tmp_path:
     path = tmp_path / ("x" * 300 + ".yaml")
     reason = unwritable_reason(path)
     assert reason == f"{path} cannot be written: File name too long"
+
+
+def test_a_loop_of_links_on_the_way_is_not_taken_for_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert unwritable_reason(tmp_path / "loop" / "x.yaml") is None  # the write itself says what is wrong
+    (tmp_path / "afile").write_text("")
+    assert unwritable_reason(tmp_path / "afile" / "deeper" / "x.yaml") == (
+        f"{tmp_path / 'afile'} is a file, so the folder for x.yaml cannot be made"
+    )
+    assert unwritable_reason(tmp_path) == f"{tmp_path} is a folder"

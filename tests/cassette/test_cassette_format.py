@@ -311,6 +311,41 @@ def test_bodies_a_literal_block_cannot_hold_are_written_the_careful_way(tmp_path
     assert Cassette.load(cassette.path).interactions[0].body == body
 
 
+def test_the_written_text_is_read_back_by_the_layout_reader_and_a_body_it_reads_wrong_is_written_the_careful_way(
+    tmp_path: Path,
+) -> None:
+    from dsh_replay.cassette import store
+
+    body = b"data: a\n\ndata: b\n\n"
+    cassette = _cassette(body, tmp_path)
+    real = store.read_layout
+    read_back: list[bytes] = []
+
+    def misread(data: bytes) -> Any:
+        read_back.append(data)
+        document = real(data)
+        document["interactions"][0]["response"]["body"]["string"] = "data: a\n"  # as a splice gone wrong would read
+        return document
+
+    with mock.patch.object(store, "read_layout", misread):
+        assert cassette._dumps_spliced() is None  # not written the quick way: the careful way decides
+        text = cassette.dumps()
+    assert read_back  # the spliced text was read back, by the layout reader
+    assert Cassette.from_dict(yaml.safe_load(text), cassette.path).interactions[0].body == body
+
+
+def test_a_text_the_layout_reader_declines_is_read_back_by_libyaml(tmp_path: Path) -> None:
+    from dsh_replay.cassette import store
+    from dsh_replay.cassette.yaml_layout import DECLINED
+
+    body = b"data: a\n\ndata: b\n\n"
+    cassette = _cassette(body, tmp_path)
+    with mock.patch.object(store, "read_layout", lambda data: DECLINED):
+        text = cassette._dumps_spliced()
+    assert text is not None and "string: |+" in text  # libyaml read the spliced body back as written
+    assert Cassette.from_dict(yaml.safe_load(text), cassette.path).interactions[0].body == body
+
+
 # -- the quick reading of an interaction and the checked one agree ---------------------------------------
 
 _RAW = [raw for path in sorted(Path(__file__).resolve().parents[2].joinpath("cassettes").rglob("*.yaml"))

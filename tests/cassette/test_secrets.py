@@ -256,3 +256,14 @@ def test_a_base64_run_in_the_raw_text_is_decoded_and_inflated() -> None:
 def test_long_words_and_ids_are_not_taken_for_base64_secrets() -> None:
     text = "id: chatcmpl0123456789abcdefghijklmnopqrstuvwxyzABCDEF\nsig: " + "QUJD" * 40 + "\n"
     assert _file_hits(text) == []
+
+
+def test_a_short_string_scanned_again_is_found_again_and_a_long_one_too() -> None:
+    key = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    short = f"Bearer {key}"
+    long = "x " * 400 + key  # longer than the strings whose findings are remembered
+    for _ in range(3):
+        assert [hit.kind for hit in find_secrets({"headers": {"authorization": [short]}})]
+        assert [hit.kind for hit in find_secrets({"body": long})] == ["OpenAI API key"]
+    # the same value under another field is reported at that field
+    assert [hit.field for hit in find_secrets({"x-note": short})] == ["x-note"]

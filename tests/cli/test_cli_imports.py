@@ -95,3 +95,41 @@ def test_lazy_package_names_resolve_and_unknown_names_fail() -> None:
     assert set(dsh_replay.__all__) <= set(dir(dsh_replay))
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         dsh_replay.not_a_name  # noqa: B018
+
+
+REPLAY_IN_PYTEST = '''
+import sys
+
+HEAVY = {heavy!r}
+
+
+async def test_replay(dsh_replay):
+    from dsh_replay import GenerateOptions, Message
+    from dsh_replay.adapters import OpenAIChatAdapter
+
+    chunks = await dsh_replay.stream(OpenAIChatAdapter(api_key="sk-test-0123456789abcdef", base_url="http://127.0.0.1:9/v1"),
+                                     GenerateOptions(model="m", messages=[Message(role="user", content="hi")]))
+    assert chunks
+    assert {{"vcr.request", "vcr.matchers"}} <= set(sys.modules)
+    assert not [m for m in sys.modules if m.startswith(HEAVY)]
+'''
+
+
+def test_a_pytest_replay_imports_vcrpys_matchers_without_its_patches(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh_replay.testing import ProviderEmulator, ScriptedResponse
+
+    monkeypatch.delenv("CI", raising=False)  # the plugin records nothing under CI
+
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(test_light=REPLAY_IN_PYTEST.format(heavy=VCR_HEAVY))
+    body = b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\ndata: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    with ProviderEmulator() as emu:
+        emu.add("POST", "/v1/chat/completions", ScriptedResponse.streaming(body))
+        source = (pytester.path / "test_light.py").read_text().replace("http://127.0.0.1:9/v1", f"{emu.base_url}/v1")
+        (pytester.path / "test_light.py").write_text(source)
+        recorded = pytester.runpytest_subprocess("--record-mode=once", "-p", "no:recording")
+    recorded.assert_outcomes(passed=1)
+    replayed = pytester.runpytest_subprocess("-p", "no:recording")
+    replayed.assert_outcomes(passed=1)
