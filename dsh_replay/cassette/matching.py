@@ -59,13 +59,15 @@ def default_matchers() -> tuple[Matcher, ...]:
 def vcr_matchers() -> ModuleType:
     """vcrpy's ``vcr.matchers``, without the patches of every HTTP client ``import vcr`` brings in.
 
-    A run that only replays needs none of them: they cost a good part of its
-    start-up (see :func:`.interaction.vcr_request_class`).
+    dsh-replay intercepts the clients itself and needs none of them; they cost a
+    good part of a replay run's start-up (see :func:`.interaction.vcr_request_class`).
     """
     from .interaction import vcr_request_class
 
     vcr_request_class()
     return importlib.import_module("vcr.matchers")
+
+
 _PART_NAMES = {"body_matcher": "body"}
 
 

@@ -83,7 +83,8 @@ class _CaseServer(CassetteServer):
     """The case's interactions, matched on method and path; every request noted for the judge."""
 
     def __init__(self, case: ConformanceCase) -> None:
-        # vcr where it is used: imported at start-up it would defeat pytest-recording's assertion rewriting
+        # vcrpy's matchers where they are used: vcr imported at start-up would defeat pytest-recording's
+        # assertion rewriting
         matchers = vcr_matchers()
         fault = dataclasses.replace(case.fault, interaction=case.fault_interaction) if case.fault else None
         cassette = Cassette(path=case.cassette, interactions=list(case.interactions))
