@@ -7,9 +7,13 @@ import gzip
 import time
 import tracemalloc
 import zlib
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from dsh_replay.cassette import secrets
 from dsh_replay.cassette.secrets import Located, find_file_secrets, find_secrets
 
 # Shaped like real keys; none is one.
@@ -267,3 +271,44 @@ def test_a_short_string_scanned_again_is_found_again_and_a_long_one_too() -> Non
         assert [hit.kind for hit in find_secrets({"body": long})] == ["OpenAI API key"]
     # the same value under another field is reported at that field
     assert [hit.field for hit in find_secrets({"x-note": short})] == ["x-note"]
+
+
+# The case-insensitive patterns are tried only where one of their first words begins; the engine's own
+# scan of every position is the reference, on texts made of those words in every case the engine takes
+# for them (the Kelvin sign, the dotless and dotted capital i), the rest of the patterns, and noise.
+_KEY = "Zq7a1B2c3D4e5F6g7H8i9J0k1L2m"
+_PIECES = [
+    "incorrect", "Invalid", "WRONG", "unknown", "expired", "revoked", "bad", "Bearer", "bearer", "BEARER",
+    "\u0131nvalid", "\u0130nvalid", "un\u212anown", "revo\u212aed", " api key", " API_key", " token", " key",
+    " provided", ": ", "=", "'", '"', " ", "\n", "REDACTED", _KEY, "0123456789", "é", "\u017f", "x",
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join))
+@settings(max_examples=400, deadline=None)
+def test_the_word_search_finds_what_the_engine_finds(text: str) -> None:
+    with mock.patch.dict(secrets._STARTS, clear=True):
+        everywhere = list(secrets._matches(text))
+    assert list(secrets._matches(text)) == everywhere
+
+
+@pytest.mark.parametrize("text", [
+    f"Incorrect API key provided: {_KEY}. You can find your API key at ...",
+    f"error: \u0131nvalid api_key = '{_KEY}'",
+    f"\u0130nvalid token: {_KEY}",  # a lower case longer than the text: every position is tried
+    f"revo\u212aed key: {_KEY} and then Authorization: BEARER {_KEY}",
+    f"bad bad token={_KEY} bearer bearer {_KEY}",
+])
+def test_keys_quoted_after_the_words_are_found_in_every_spelling_the_engine_takes(text: str) -> None:
+    found = list(secrets._matches(text))
+    assert found and all(_KEY in secret for _, secret in found)
+    with mock.patch.dict(secrets._STARTS, clear=True):
+        assert found == list(secrets._matches(text))
+
+
+def test_no_start_word_begins_inside_another_so_one_search_finds_every_beginning() -> None:
+    for words in secrets.START_WORDS.values():
+        for word in words:
+            for other in words:
+                assert not any(other.startswith(word[cut:]) or word[cut:].startswith(other)
+                               for cut in range(1, len(word))), (word, other)
