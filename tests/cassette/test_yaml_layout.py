@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import math
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +30,11 @@ from dsh_replay.cassette.store import Cassette, Interaction
 from dsh_replay.cassette.yaml_layout import DECLINED, read_layout
 from dsh_replay.errors import CassetteError
 
+from .yaml_values import canonical
+
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = sorted((ROOT / "cassettes").rglob("*.yaml"))
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _canonical(value: Any) -> Any:
-    """``value`` with its types spelled out, so that 1, 1.0 and True differ and NaN equals NaN."""
-    if isinstance(value, float) and math.isnan(value):
-        return ("float", "nan")
-    if isinstance(value, list):
-        return ("list", [_canonical(item) for item in value])
-    if isinstance(value, dict):
-        return ("dict", [(_canonical(key), _canonical(item)) for key, item in value.items()])
-    return (type(value).__name__, value)
 
 
 def _libyaml(data: bytes) -> tuple[str, Any]:
@@ -61,7 +51,7 @@ def _same_or_declined(data: bytes) -> str:
         return "declined"
     outcome, slow = _libyaml(data)
     assert outcome == "built", (data, slow)  # never a text libyaml refuses
-    assert _canonical(fast) == _canonical(slow), data
+    assert canonical(fast) == canonical(slow), data
     return "read"
 
 
@@ -77,8 +67,8 @@ def test_every_bundled_cassette_is_read_without_a_parser_as_libyaml_reads_it(pat
     data = path.read_bytes()
     fast = read_layout(data)
     assert fast is not DECLINED  # else its load would be libyaml's, and the layout reader's speed no one's
-    assert _canonical(fast) == _canonical(yaml.load(data, Loader=_Loader))
-    assert _canonical(fast) == _canonical(yaml_file.load_yaml(data, path))
+    assert canonical(fast) == canonical(yaml.load(data, Loader=_Loader))
+    assert canonical(fast) == canonical(yaml_file.load_yaml(data, path))
 
 
 def test_cassette_load_of_the_bundled_cassettes_takes_no_yaml_parser(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -301,14 +291,14 @@ def test_odd_or_hostile_texts_are_declined_and_left_to_libyaml(tmp_path: Path, t
     path = tmp_path / "odd.yaml"
     path.write_bytes(data)
     if outcome == "built" and not yaml_file._may_have_alias(data):
-        assert _canonical(yaml_file.read_yaml_file(path)) == _canonical(expected)
+        assert canonical(yaml_file.read_yaml_file(path)) == canonical(expected)
     else:
         try:
             got = yaml_file.read_yaml_file(path)
         except CassetteError:
             pass  # refused as before
         else:
-            assert outcome == "built" and _canonical(got) == _canonical(expected)
+            assert outcome == "built" and canonical(got) == canonical(expected)
 
 
 def test_an_alias_bomb_is_declined_then_refused_by_the_libyaml_path(tmp_path: Path) -> None:

@@ -11,8 +11,6 @@ anchors and aliases).
 
 from __future__ import annotations
 
-import datetime
-import math
 from typing import Any
 
 import pytest
@@ -23,25 +21,10 @@ from hypothesis import strategies as st
 from dsh_replay.cassette import yaml_file as reading
 from dsh_replay.errors import CassetteError
 
+from .yaml_values import canonical
+
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def _canonical(value: Any) -> Any:
-    """``value`` with its types spelled out, so that 1, 1.0 and True differ and NaN equals NaN."""
-    if isinstance(value, float) and math.isnan(value):
-        return ("float", "nan")
-    if isinstance(value, list):
-        return ("list", [_canonical(item) for item in value])
-    if isinstance(value, tuple):
-        return ("tuple", [_canonical(item) for item in value])
-    if isinstance(value, dict):
-        return ("dict", [(_canonical(k), _canonical(v)) for k, v in value.items()])
-    if isinstance(value, set):
-        return ("set", sorted(repr(_canonical(item)) for item in value))
-    if isinstance(value, datetime.datetime | datetime.date):
-        return (type(value).__name__, repr(value))
-    return (type(value).__name__, value)
 
 
 def _has_alias(text: bytes) -> bool | None:
@@ -73,7 +56,7 @@ def _check_against_libyaml(text: bytes) -> str:
         assert outcome == "refused", (text, value)
         return "refused"
     assert outcome == "built", (text, value)
-    assert _canonical(value) == _canonical(expected), text
+    assert canonical(value) == canonical(expected), text
     return "built"
 
 

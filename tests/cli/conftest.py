@@ -10,6 +10,7 @@ each test's folder.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import io
 import shutil
@@ -121,3 +122,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded: Path) -> 
     shutil.copy(EXAMPLES / "my_llm_adapter.py", tmp_path / "my_llm_adapter.py")
     shutil.copytree(recorded, tmp_path / "cassettes")
     yield tmp_path
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    """Each file under ``folder`` (by its relative path) and the SHA-256 of its bytes: what a command must not touch."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}

@@ -7,7 +7,6 @@ command line the way a user does: import, then ``check`` on what it wrote.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import shutil
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ import yaml
 from dsh_replay import collect, load_jsonl
 from dsh_replay.cassette.store import Cassette
 
-from .conftest import Result, run
+from .conftest import Result, file_digests, run
 
 CASES = Path(__file__).resolve().parents[1] / "import_cases"
 
@@ -46,11 +45,6 @@ def output_of(out: Path, name: str) -> Path:
     return out / IMPORTABLE[name][0] / name
 
 
-def hashes(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A project folder (the cwd) holding a copy of the importable real cassettes under ``in/``."""
@@ -62,7 +56,7 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 @pytest.fixture
 def imported(work: Path) -> tuple[Result, dict[str, str]]:
     """``import in --out out`` run once; the result, and the inputs' hashes taken before it."""
-    before = hashes(work / "in")
+    before = file_digests(work / "in")
     return run("import", "in", "--out", "out"), before
 
 
@@ -85,7 +79,7 @@ def test_real_cassettes_of_three_providers_import_into_cases_check_replays(
     assert checked.code == 0, checked.out
     assert "9 case(s)" in checked.out and "9 passed, 0 failed" in checked.out
     # the originals were only read
-    assert hashes(work / "in") == before
+    assert file_digests(work / "in") == before
 
 
 def test_goldens_hold_what_the_providers_said_and_are_the_same_cut_into_bytes(

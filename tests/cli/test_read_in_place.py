@@ -10,7 +10,6 @@ ever written.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import shutil
 import textwrap
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from dsh_replay.cassette.replay import run_adapter
 from dsh_replay.cassette.store import Cassette
 from dsh_replay.protocol.jsonl import dump_jsonl
 
-from .conftest import run
+from .conftest import file_digests, run
 from .test_serve import GUARD, serving
 
 CASES = Path(__file__).resolve().parents[1] / "import_cases"
@@ -42,11 +41,6 @@ HOSTS = textwrap.dedent("""\
 """)
 
 
-def digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The cwd: ``plain/<route>/`` holding one real cassette of each of three providers."""
@@ -59,16 +53,16 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def test_check_with_a_route_replays_a_plain_cassette_and_writes_only_its_goldens(project: Path) -> None:
     folder = project / "plain" / "openai"
-    before = digest(folder)
+    before = file_digests(folder)
     missing = run("check", "--route", "openai", "plain/openai")
     assert missing.code == 1
     assert "golden missing" in missing.out and "openai" in missing.out
     updated = run("check", "--update", "--route", "openai", "plain/openai")
     assert updated.code == 0, updated.out
     name = Path(OPENAI).stem
-    written = set(digest(folder)) - set(before)
+    written = set(file_digests(folder)) - set(before)
     assert written == {f"{name}.chunks.jsonl", f"{name}.2.chunks.jsonl"}
-    assert {k: v for k, v in digest(folder).items() if k in before} == before  # the cassette is only read
+    assert {k: v for k, v in file_digests(folder).items() if k in before} == before  # the cassette is only read
     checked = run("check", "--route", "openai", "plain/openai")
     assert checked.code == 0, checked.out
     row = next(line for line in checked.out.splitlines() if line.startswith(name))
