@@ -22,11 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pytest depends on tomli there
-    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
-
 from ..errors import ConfigError
 from ..protocol.adapter import LlmAdapter, LlmRegistry, unknown_route_message
 from ..protocol.fields import shown
@@ -43,6 +38,17 @@ _HOSTS_TABLE = ("tool", "dsh_replay", "hosts")
 #: a host name, or an IPv6 address in brackets, and an optional port: no scheme, user or path
 _HOST = re.compile(r"(?:[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?|\[[0-9a-f:.]+\])(?::(?P<port>\d{1,5}))?")
 
+
+
+def _toml() -> Any:
+    """The TOML reader, imported when a pyproject.toml is read (most runs read none: a start-up saved)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    import tomli  # type: ignore[import-not-found,unused-ignore]  # pytest depends on it there
+
+    return tomli
 
 def import_target(spec: str, where: str) -> Callable[..., Any]:
     """The class or factory ``module:attribute`` names; a bad one is a ``ConfigError`` that starts with ``where``."""
@@ -67,9 +73,10 @@ def import_target(spec: str, where: str) -> Callable[..., Any]:
 
 def pyproject_table(path: Path, keys: tuple[str, ...] = _ROUTES_TABLE) -> Mapping[str, Any]:
     """The table ``keys`` names (``[tool.dsh_replay.routes]``) in the pyproject at ``path``, empty when absent."""
+    toml = _toml()
     try:
-        table: Mapping[str, Any] = tomllib.loads(read_config_text(path, str(path)))
-    except tomllib.TOMLDecodeError as exc:
+        table: Mapping[str, Any] = toml.loads(read_config_text(path, str(path)))
+    except toml.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     for depth, key in enumerate(keys, 1):
         node = table.get(key, {})

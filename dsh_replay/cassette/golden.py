@@ -15,7 +15,6 @@ from pathlib import Path
 import orjson
 
 from .files import atomic_write
-from .secrets import find_secrets
 
 __all__ = ["GOLDEN_SUFFIX", "golden_diff", "golden_path_for", "judge_golden_file"]
 
@@ -105,6 +104,8 @@ def judge_golden_file(
         else:
             diff = golden_diff(expected, actual, name=str(golden), accept=accept)
         return "differs", _not_json(expected, golden) or diff
+    from .secrets import find_secrets  # a write only: a replay that compares never scans
+
     leaks = [str(hit) for hit in find_secrets(actual.decode("utf-8", "replace"))]
     if leaks:
         return "refused", (

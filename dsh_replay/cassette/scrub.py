@@ -124,13 +124,12 @@ class Scrubber:
         return body
 
     def is_secret_header(self, name: str, names: frozenset[str]) -> bool:
-        lowered = name.lower()
-        if lowered in names:
-            return True
-        patterns, harmless = _any_of(tuple(self.header_patterns)), _any_of(tuple(self.harmless_headers))
-        return patterns(lowered) is not None and harmless(lowered) is None
+        known = names if type(names) is frozenset else frozenset(names)  # a set given by hand is no cache key
+        return _is_secret_header(name.lower(), known, tuple(self.header_patterns), tuple(self.harmless_headers))
 
     def _uri(self, uri: str, removed: list[str]) -> str:
+        if "@" not in uri and "?" not in uri:
+            return uri  # no user info, no query: nothing to look at (most requests)
         parts = urlsplit(uri)
         netloc = parts.netloc
         if "@" in netloc:
@@ -187,6 +186,15 @@ class Scrubber:
             else:
                 out[key] = self._redact_fields(item, removed)
         return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_secret_header(lowered: str, names: frozenset[str], patterns: tuple[str, ...], harmless: tuple[str, ...]) -> bool:
+    """Whether a header of this (lowered) name carries a credential: asked for every header of every request,
+    of a few dozen names in a run."""
+    if lowered in names:
+        return True
+    return _any_of(patterns)(lowered) is not None and _any_of(harmless)(lowered) is None
 
 
 @functools.lru_cache(maxsize=64)

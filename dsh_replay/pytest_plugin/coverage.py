@@ -15,16 +15,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..adapters.route_table import RouteTable
 from ..cassette.replay import Outcome
-from ..cassette.verify import CaseDrift, rerecord, side_of
 from ..protocol.adapter import LlmAdapter
 from ..protocol.options import GenerateOptions
 from ..wire.coverage import TIMES, KindCount, WireCoverage, unmapped_of
+
+if TYPE_CHECKING:  # verify is imported by --record-mode=verify alone: a replayed suite never needs it
+    from ..cassette.verify import CaseDrift
 
 __all__ = ["VERIFY_FOLDER", "CoverageTally", "strict_failure", "verify_call", "verify_case", "verify_target"]
 
@@ -133,6 +135,8 @@ def verify_target(config: pytest.Config, cassette: Path, call: int) -> Path:
 async def verify_call(adapter: LlmAdapter, options: GenerateOptions, route: str | None, recorded: Outcome,
                       recorded_streams: Sequence[WireCoverage], target: Path, cassette: Path) -> CaseDrift:
     """Send ``options`` live through ``adapter``, record into ``target`` and compare with the replayed call."""
+    from ..cassette.verify import CaseDrift, rerecord, side_of
+
     (fresh,) = await rerecord(adapter, [options], target, route=route)
     old = side_of(recorded, recorded_streams[0] if len(recorded_streams) == 1 else None)
     return CaseDrift.compare(cassette, target, [old], [fresh])
@@ -142,6 +146,8 @@ def verify_case(config: pytest.Config, tally: Any, cassette: Path, routes: Route
     """``--record-mode=verify`` for a collected cassette: its calls re-sent through its route's adapter
     (its base URL, the key from the route's environment variable); fails the item on a breaking change."""
     import asyncio
+
+    from ..cassette.verify import CaseDrift
 
     target = verify_target(config, cassette, 1)
     drift = asyncio.run(CaseDrift.of(cassette, target, routes))

@@ -19,8 +19,8 @@ import pytest
 
 from ..cassette.config import RecordingConfig
 from ..cassette.files import atomic_write
-from ..cassette.golden import golden_path_for
-from ..cassette.replay import Outcome, judge_golden, run_adapter
+from ..cassette.golden import golden_path_for, judge_golden_file
+from ..cassette.replay import Outcome, run_adapter
 from ..cassette.session import use_cassette
 from ..cassette.store import RecordMode
 from ..errors import CassetteError
@@ -30,7 +30,7 @@ from ..protocol.options import GenerateOptions
 from ..protocol.turn import Turn, collect
 from ..wire.coverage import collect_coverage
 from .coverage import strict_failure, verify_call, verify_target
-from .marker import MarkerOptions, cassette_name, cassette_path_for
+from .marker import MarkerOptions, cassette_name, cassette_path_for, item_cassette, item_options
 from .report import Tally
 from .settings import Settings
 from .shared import SharedCassettes
@@ -83,18 +83,28 @@ class DshReplay:
         self._settings = settings
         self._tally = tally
         self._config = config
-        self.options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
-        self.cassette_path = cassette_path_for(item, settings, self.options, config.cassette_dir)
+        self.options = item_options(item)
+        self.cassette_path = (
+            item_cassette(item, settings) if config.cassette_dir in (None, settings.cassette_dir)
+            else cassette_path_for(item, settings, self.options, config.cassette_dir))
         if config.cassette_dir is not None and config.cassette_dir != settings.cassette_dir:
             tally.configured_folder(self.cassette_path)
         self.golden_path = golden_path_for(self.cassette_path)
-        self.turn: Turn | None = None
+        self._chunks: list[StreamChunk] | None = None  # the last call's, assembled into a turn when asked
+        self._turn: Turn | None = None
         self._context: use_cassette | None = None
         self._calls = 0
         self._streaming = False
         # goldens to write when the test has passed (and its cassette is written):
         # (path, bytes, "written" | "updated")
         self._pending_goldens: list[tuple[Path, bytes, str]] = []
+
+    @property
+    def turn(self) -> Turn | None:
+        """The last call's chunks assembled (text, tool calls, usage, finish); None before any call."""
+        if self._turn is None and self._chunks is not None:
+            self._turn = collect(self._chunks)
+        return self._turn
 
     # -- running ---------------------------------------------------------------
 
@@ -173,7 +183,8 @@ class DshReplay:
         self._calls += 1
         call = self._calls
         # counted as used up front: a golden of a test that fails before comparing is not "unused"
-        self._tally.use(self.cassette_path, golden_path_for(self.cassette_path, call) if self.options.golden else None)
+        golden = self.golden_path if call == 1 else golden_path_for(self.cassette_path, call)
+        self._tally.use(self.cassette_path, golden if self.options.golden else None)
         recorded_before = session.recorded
         expect = self.options.expect_error if expect_error is None else expect_error
         verify = self._config.record_mode is RecordMode.VERIFY
@@ -214,9 +225,9 @@ class DshReplay:
                 session.cassette.check_secrets()
             except CassetteError as exc:
                 raise _failure(str(exc)) from None
-        self.turn = collect(outcome.chunks)
+        self._chunks, self._turn = outcome.chunks, None
         if self.options.golden:
-            self._judge(session.mask(outcome.golden_bytes()), recorded, call)
+            self._judge(session.mask(outcome.golden_bytes()), recorded, golden)
         if verify:
             target = verify_target(self._item.config, self.cassette_path, call)
             drift = await verify_call(adapter, options, route, outcome, seen.streams, target, self.cassette_path)
@@ -234,10 +245,10 @@ class DshReplay:
         if expect and outcome.raised is None:
             pytest.fail("the test expects the adapter to raise, but it finished normally", pytrace=False)
 
-    def _judge(self, actual: bytes, recorded: bool, call: int) -> None:
+    def _judge(self, actual: bytes, recorded: bool, golden: Path) -> None:
         staged: list[tuple[Path, bytes]] = []
-        status, problem = judge_golden(
-            self.cassette_path, actual, update=self._settings.update_golden or recorded, call=call,
+        status, problem = judge_golden_file(
+            golden, actual, update=self._settings.update_golden or recorded,
             write=lambda path, data: staged.append((path, data)),
         )
         if staged:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ..cassette.files import has_metadata, remove_stale_temp_files
-from .fixture import DshReplay, MarkerOptions, cassette_path_for
+from .fixture import DshReplay
 from .items import (
     COLLECTED_KEY,
     SETTINGS_KEY,
@@ -27,6 +27,7 @@ from .items import (
     is_collectable,
     plain_case,
 )
+from .marker import MarkerOptions, item_cassette, item_options
 
 # the fixtures of per-test configuration are the plugin's: re-exported for pytest to find here
 from .per_test import _dsh_replay_active_config as _dsh_replay_active_config
@@ -115,26 +116,28 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        marker = item.get_closest_marker("dsh_replay")
-        if marker is not None:
-            MarkerOptions.from_marker(marker, item.nodeid)  # a bad argument stops the run here
+    read = [(item, item_options(item)) for item in items]  # a bad argument stops the run here
     settings = config.stash[SETTINGS_KEY]
-    _refuse_shared_derived_cassettes(settings, items)
-    config.stash[SHARED_KEY].collected(_named_cassettes(settings, items))
+    ours = [(item, options) for item, options in read if _uses_fixture(item)]
+    _refuse_shared_derived_cassettes(settings, ours)
+    config.stash[SHARED_KEY].collected(
+        [(item_cassette(item, settings, options), item.nodeid) for item, options in ours if options.cassette])
+
+
+def _uses_fixture(item: pytest.Item) -> bool:
+    return isinstance(item, pytest.Function) and "dsh_replay" in item.fixturenames
 
 
 def _named_cassettes(settings: Settings, items: list[pytest.Item]) -> list[tuple[Path, str]]:
     """(cassette, node id) of each test whose marker names its cassette."""
     return [
-        (cassette_path_for(item, settings, options), item.nodeid)
+        (item_cassette(item, settings), item.nodeid)
         for item in items
-        if isinstance(item, pytest.Function) and "dsh_replay" in item.fixturenames
-        and (options := MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)).cassette
+        if _uses_fixture(item) and item_options(item).cassette
     ]
 
 
-def _refuse_shared_derived_cassettes(settings: Settings, items: list[pytest.Item]) -> None:
+def _refuse_shared_derived_cassettes(settings: Settings, ours: list[tuple[pytest.Item, MarkerOptions]]) -> None:
     """Two tests whose names map to one cassette file would overwrite each other's recording.
 
     Names are made file-safe (``a/b`` and ``a:b`` both become ``a-b``), and with one
@@ -142,13 +145,10 @@ def _refuse_shared_derived_cassettes(settings: Settings, items: list[pytest.Item
     the marker may be shared on purpose; a derived one never is.
     """
     owners: dict[Path, str] = {}
-    for item in items:
-        if not isinstance(item, pytest.Function) or "dsh_replay" not in item.fixturenames:
-            continue
-        options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
+    for item, options in ours:
         if options.cassette is not None:
             continue
-        path = cassette_path_for(item, settings, options)
+        path = item_cassette(item, settings, options)
         other = owners.setdefault(path, item.nodeid)
         if other != item.nodeid:
             raise pytest.UsageError(
@@ -186,8 +186,7 @@ def _cassette_of(item: pytest.Item, settings: Settings) -> Path | None:
     if isinstance(item, CassetteItem):
         return item.path
     if isinstance(item, pytest.Function):
-        options = MarkerOptions.from_marker(item.get_closest_marker("dsh_replay"), item.nodeid)
-        return cassette_path_for(item, settings, options)
+        return item_cassette(item, settings)
     return None
 
 

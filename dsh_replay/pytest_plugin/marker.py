@@ -21,7 +21,7 @@ from ..cassette.store import RecordMode
 from ..errors import CassetteError
 from .settings import Settings
 
-__all__ = ["MarkerOptions", "cassette_name", "cassette_path_for"]
+__all__ = ["MarkerOptions", "cassette_name", "cassette_path_for", "item_cassette", "item_options"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +96,40 @@ class MarkerOptions:
                 raise pytest.UsageError(f"{where}: dsh_replay marker argument {exc}") from None
 
 
+#: an item's marker and what it reads as; its derived cassette and the options it was derived from
+_OPTIONS = pytest.StashKey[tuple["pytest.Mark | None", MarkerOptions]]()
+_CASSETTE = pytest.StashKey[tuple[MarkerOptions, Path]]()
+
+
+def item_options(item: pytest.Item) -> MarkerOptions:
+    """The test's ``@pytest.mark.dsh_replay`` options, read once per marker.
+
+    Asked at collection and again by each layer of a test's set-up; a marker
+    added later (``request.applymarker``, another plugin's hook) is read anew.
+    """
+    marker = item.get_closest_marker("dsh_replay")
+    cached = item.stash.get(_OPTIONS, None)
+    if cached is not None and cached[0] is marker:
+        return cached[1]
+    options = MarkerOptions.from_marker(marker, item.nodeid)
+    item.stash[_OPTIONS] = (marker, options)
+    return options
+
+
+def item_cassette(item: pytest.Item, settings: Settings, options: MarkerOptions | None = None) -> Path:
+    """The test's cassette from the run's settings (no per-test ``cassette_dir``), found once per marker.
+
+    ``options``: the item's, when the caller has just read them.
+    """
+    options = options or item_options(item)
+    cached = item.stash.get(_CASSETTE, None)
+    if cached is not None and cached[0] is options:
+        return cached[1]
+    path = cassette_path_for(item, settings, options)
+    item.stash[_CASSETTE] = (options, path)
+    return path
+
+
 def cassette_name(node: pytest.Item) -> str:
     """``Class.test_name[param]`` with characters unsafe in file names replaced, as pytest-recording does."""
     cls = getattr(node, "cls", None)
@@ -133,8 +167,12 @@ def cassette_path_for(item: pytest.Item, settings: Settings, options: MarkerOpti
     names one; the marker's ``cassette`` may be a name, a relative path or an
     absolute path.
     """
-    module = Path(str(item.path))
-    folder = (cassette_dir or settings.cassette_dir or module.parent / "cassettes") / module.stem
+    # os.path on text and one Path at the end: the same path as Path's operators, built for every test
+    module = os.fspath(item.path)
+    stem = os.path.splitext(os.path.basename(module))[0]
+    base = cassette_dir or settings.cassette_dir
+    folder = os.path.join(base, stem) if base is not None else os.path.join(os.path.dirname(module), "cassettes", stem)
     name = options.cassette or cassette_name(item)
-    path = Path(name) if Path(name).is_absolute() else folder / name
-    return path if path.suffix in (".yaml", ".yml") else path.with_name(path.name + ".yaml")
+    path = name if os.path.isabs(name) else os.path.join(folder, name)
+    # a name with no suffix ("case", "case.", ".hidden") gets one
+    return Path(path if os.path.splitext(path)[1] in (".yaml", ".yml") else path + ".yaml")

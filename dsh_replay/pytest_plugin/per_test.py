@@ -25,6 +25,8 @@ from .settings import RECORDING_MODES, Settings
 __all__ = ["dsh_replay_config", "dsh_replay_record_mode", "merged_configuration"]
 
 _CONFIG_KEY = pytest.StashKey[RecordingConfig]()
+#: (id of a dsh_replay_config's configuration, marker options) -> (that configuration, the merged one)
+_MERGED_KEY = pytest.StashKey[dict[tuple[int, Any], tuple[RecordingConfig, RecordingConfig]]]()
 _USER_CONFIGS: dict[int, tuple[object, RecordingConfig]] = {}
 
 
@@ -77,15 +79,19 @@ def merged_configuration(item: pytest.Item, settings: Settings, user: RecordingC
 
 
 def configuration_of(request: pytest.FixtureRequest) -> RecordingConfig:
-    """The test's configuration, merged once per test."""
+    """The test's configuration, merged once per test (and once per run for each set of layers)."""
     node = request.node
     if _CONFIG_KEY not in node.stash:
-        from .fixture import MarkerOptions
+        from .marker import item_options
 
-        marker = MarkerOptions.from_marker(node.get_closest_marker("dsh_replay"), node.nodeid)
-        node.stash[_CONFIG_KEY] = merged_configuration(
-            node, request.config.stash[SETTINGS_KEY], _user_config(request), marker
-        )
+        marker, user = item_options(node), _user_config(request)
+        # most tests of a suite share their layers: the ini, one dsh_replay_config, no marker
+        merged = request.config.stash.setdefault(_MERGED_KEY, {})
+        known = merged.get((id(user), marker))
+        if known is None or known[0] is not user:
+            known = merged[(id(user), marker)] = (
+                user, merged_configuration(node, request.config.stash[SETTINGS_KEY], user, marker))
+        node.stash[_CONFIG_KEY] = known[1]
     config: RecordingConfig = node.stash[_CONFIG_KEY]
     return config
 

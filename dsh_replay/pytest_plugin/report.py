@@ -40,6 +40,7 @@ Only our own files, and only those no test outside the run could own:
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ from typing import Any
 from ..cassette.files import read_metadata_key
 from ..cassette.golden import GOLDEN_SUFFIX
 from .coverage import CoverageTally
-from .shared import resolved
+from .shared import real_name
 
 __all__ = ["RunScope", "Tally"]
 
@@ -96,25 +97,26 @@ class Tally:
     silent_since: int = field(default_factory=lambda: _engine().silent_mark() if _engine() else 0)
 
     def configured_folder(self, cassette: Path) -> None:
-        self.configured.add(str(resolved(cassette).parent))
+        self.configured.add(os.path.dirname(real_name(cassette)))
 
     def expect(self, cassette: Path) -> None:
         """A collected test will open ``cassette`` (whether or not it gets to run)."""
-        self.expected.add(str(resolved(cassette)))
+        self.expected.add(real_name(cassette))
 
     def keep(self, cassette: Path) -> None:
         """The test of ``cassette`` did not pass: the cassette and all its goldens count as used."""
-        self.kept.add(str(resolved(cassette)))
+        self.kept.add(real_name(cassette))
 
     def use(self, cassette: Path, golden: Path | None = None) -> None:
-        self.cassettes.add(str(resolved(cassette)))
-        self.folders.add(str(resolved(cassette).parent))
+        name = real_name(cassette)
+        self.cassettes.add(name)
+        self.folders.add(os.path.dirname(name))
         if golden is not None:
-            self.goldens.add(str(resolved(golden)))
+            self.goldens.add(real_name(golden))
 
     def not_written(self, golden: Path, reason: str) -> None:
         """A golden the run had to write (recording, ``--update-golden``) was left as it was."""
-        self.unwritten[str(resolved(golden))] = reason
+        self.unwritten[real_name(golden)] = reason
 
     def to_json(self) -> dict[str, Any]:
         self.take_silent()
@@ -161,26 +163,28 @@ class Tally:
         goldens: list[Path] = []
         cassettes: list[Path] = []
         known = self.cassettes | self.expected | self.kept
-        for folder in sorted(self.folders - self.configured):
+        for folder in sorted(self.folders - self.configured):  # real paths: an entry's is its own unless a link
             try:
-                paths = sorted(Path(folder).iterdir())
+                with os.scandir(folder) as listing:
+                    entries = sorted(listing, key=lambda entry: entry.name)
             except OSError:
                 continue
-            for path in paths:
-                if not path.is_file():
+            for entry in entries:
+                try:
+                    if not entry.is_file():
+                        continue
+                    real = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+                except OSError:
                     continue
-                real = str(path.resolve())
-                if path.name.endswith(GOLDEN_SUFFIX):
-                    if real not in self.goldens and self._golden_unused(path, known):
-                        goldens.append(path)
-                elif path.suffix in (".yaml", ".yml") and real not in known and _is_ours(path):
-                    cassettes.append(path)
+                if entry.name.endswith(GOLDEN_SUFFIX):
+                    if real not in self.goldens and self._golden_unused(folder, entry.name, known):
+                        goldens.append(Path(entry.path))
+                elif is_cassette_name(entry.name) and real not in known and _is_ours(Path(entry.path)):
+                    cassettes.append(Path(entry.path))
         return goldens, cassettes
 
-    def _golden_unused(self, golden: Path, known: set[str]) -> bool:
-        folder = golden.parent.resolve()
-        owners = [folder / (stem + ext) for stem in _cassette_stems(golden) for ext in (".yaml", ".yml")]
-        names = [str(owner) for owner in owners]
+    def _golden_unused(self, folder: str, golden: str, known: set[str]) -> bool:
+        names = [os.path.join(folder, stem + ext) for stem in _cassette_stems(golden) for ext in (".yaml", ".yml")]
         if any(name in self.kept for name in names):
             return False  # its test did not pass: it may not have reached the call this golden is for
         if any(name in self.cassettes for name in names):
@@ -189,7 +193,7 @@ class Tally:
             return False  # a test of the run would open its cassette, and may yet compare it
         # rule 2 (every cassette it may belong to is an orphan of ours) or rule 3 (there is none);
         # a cassette that is not ours (vcrpy, pytest-recording) keeps it
-        return all(_is_ours(owner) for owner in owners if owner.exists())
+        return all(_is_ours(Path(name)) for name in names if os.path.exists(name))
 
     def lines(self, *, scope: RunScope, root: Path, prune: bool = False) -> list[str]:
         """The summary lines; with ``prune`` (and a run ``scope`` allows it) the unused files are deleted."""
@@ -317,9 +321,14 @@ def _unwritten_lines(unwritten: dict[str, str], root: Path) -> list[str]:
     ]
 
 
-def _cassette_stems(golden: Path) -> list[str]:
+def is_cassette_name(name: str) -> bool:
+    """A ``.yaml`` or ``.yml`` file name (a name that is all suffix, ``.yaml``, is a hidden file, not a cassette)."""
+    return os.path.splitext(name)[1] in (".yaml", ".yml")
+
+
+def _cassette_stems(golden: str) -> list[str]:
     """``case.chunks.jsonl`` → [``case``]; ``case.2.chunks.jsonl`` → [``case.2``, ``case``] (a later call's golden)."""
-    stem = golden.name[: -len(GOLDEN_SUFFIX)]
+    stem = golden[: -len(GOLDEN_SUFFIX)]
     head, dot, call = stem.rpartition(".")
     return [stem, head] if dot and call.isdigit() and int(call) > 1 else [stem]
 

@@ -13,23 +13,35 @@ recording there would keep only the last writer's, so it is refused.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 from ..cassette.store import RecordMode
 
 
-def resolved(path: Path) -> Path:
-    """``path.resolve()``, asked of the file system once per absolute path in a run.
+def real_name(path: str | os.PathLike[str]) -> str:
+    """The real path of ``path`` (links followed), asked of the file system once per absolute path in a run.
 
     A test's cassette and goldens are looked up under their real paths several times
-    (who shares them, what was used, what was written), for every test.
+    (who shares them, what was used, what was written), for every test: keyed by
+    the text of the path, which a ``Path`` made afresh each time would compute again.
     """
-    return _resolved_absolute(path) if path.is_absolute() else path.resolve()  # a relative one follows the cwd
+    name = os.fspath(path)
+    return _real_absolute(name) if os.path.isabs(name) else os.path.realpath(name)  # a relative one follows the cwd
 
 
 @functools.lru_cache(maxsize=16384)
-def _resolved_absolute(path: Path) -> Path:
-    return path.resolve()
+def _real_absolute(name: str) -> str:
+    folder, base = os.path.split(name)
+    if base in ("", ".", "..") or os.path.islink(name):
+        return os.path.realpath(name)
+    # a folder's cassettes and goldens share its real path: one lstat for each of them, not one per part
+    return os.path.join(_real_folder(folder), base)
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_folder(name: str) -> str:
+    return os.path.realpath(name)
 
 __all__ = ["SharedCassettes"]
 
@@ -38,37 +50,37 @@ class SharedCassettes:
     """Which cassettes the collected tests share, and which of them this run has written afresh."""
 
     def __init__(self) -> None:
-        self._owners: dict[Path, list[str]] = {}
-        self._written: set[Path] = set()
-        self._deselected: dict[Path, list[str]] = {}
+        self._owners: dict[str, list[str]] = {}
+        self._written: set[str] = set()
+        self._deselected: dict[str, list[str]] = {}
 
     def collected(self, uses: list[tuple[Path, str]]) -> None:
         """The (cassette named in a marker, test node id) pairs of the collected tests."""
-        owners: dict[Path, list[str]] = {}
+        owners: dict[str, list[str]] = {}
         for path, nodeid in uses:
-            owners.setdefault(resolved(path), []).append(nodeid)
+            owners.setdefault(real_name(path), []).append(nodeid)
         self._owners = {path: nodes for path, nodes in owners.items() if len(nodes) > 1}
 
     def deselected(self, uses: list[tuple[Path, str]]) -> None:
         """Tests that name a cassette in their marker but were deselected (``-k``, ``--deselect``, ``-m``)."""
         for path, nodeid in uses:
-            self._deselected.setdefault(resolved(path), []).append(nodeid)
+            self._deselected.setdefault(real_name(path), []).append(nodeid)
 
     def owners(self, path: Path) -> list[str]:
         """The tests that share ``path`` ([] when only one test uses it)."""
-        return self._owners.get(resolved(path), [])
+        return self._owners.get(real_name(path), [])
 
     def appends(self, path: Path, mode: RecordMode) -> bool:
         """Whether a test re-recording ``path`` in ``mode`` adds to what an earlier test of the run wrote."""
-        return mode in (RecordMode.REWRITE, RecordMode.ALL) and resolved(path) in self._written
+        return mode in (RecordMode.REWRITE, RecordMode.ALL) and real_name(path) in self._written
 
     def wrote(self, path: Path) -> None:
         if self.owners(path):
-            self._written.add(resolved(path))
+            self._written.add(real_name(path))
 
     def refusal(self, path: Path, mode: RecordMode, nodeid: str, *, xdist: bool) -> str | None:
         """Why this test may not record into its shared cassette in this run, or None."""
-        absent = self._deselected.get(resolved(path), [])
+        absent = self._deselected.get(real_name(path), [])
         if absent and mode in (RecordMode.REWRITE, RecordMode.ALL):
             return (
                 f"cassette {path} is shared with {len(absent)} deselected test(s) ({', '.join(absent[:3])}"

@@ -20,16 +20,20 @@ status=429)`` is an error answer as providers send them::
 
 from __future__ import annotations
 
-from ..pytest_plugin.fixture import DshReplay, MarkerOptions
-from .emulator import ProviderEmulator
-from .scripts import (
-    End,
-    Exchange,
-    RecordedRequest,
-    ScriptedResponse,
-    random_fragments,
-    split_by_sizes,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..pytest_plugin.fixture import DshReplay, MarkerOptions
+    from .emulator import ProviderEmulator
+    from .scripts import (
+        End,
+        Exchange,
+        RecordedRequest,
+        ScriptedResponse,
+        random_fragments,
+        split_by_sizes,
+    )
 
 __all__ = [
     "DshReplay",
@@ -42,3 +46,22 @@ __all__ = [
     "random_fragments",
     "split_by_sizes",
 ]
+
+# Imported when first asked for: the emulator's fixture is a pytest plugin of its own, loaded by every
+# pytest run, and most runs replay without ever starting an HTTP server.
+_HOMES = {
+    "DshReplay": "..pytest_plugin.fixture",
+    "MarkerOptions": "..pytest_plugin.fixture",
+    "ProviderEmulator": ".emulator",
+    **dict.fromkeys(("End", "Exchange", "RecordedRequest", "ScriptedResponse", "random_fragments", "split_by_sizes"),
+                    ".scripts"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value

@@ -20,10 +20,12 @@ the host).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-from .emulator import ProviderEmulator
+if TYPE_CHECKING:
+    from .emulator import ProviderEmulator
 
 __all__ = ["dsh_replay_emulator"]
 
@@ -31,5 +33,9 @@ __all__ = ["dsh_replay_emulator"]
 @pytest.fixture
 def dsh_replay_emulator() -> Iterator[ProviderEmulator]:
     """A scripted LLM provider on loopback for this test (see the module docstring)."""
+    from .emulator import (
+        ProviderEmulator,  # its HTTP server modules load with the first test that asks
+    )
+
     with ProviderEmulator() as emulator:
         yield emulator

@@ -271,3 +271,23 @@ def test_scan_knows_more_key_shapes(tmp_path: Path, kind: str, secret: str) -> N
     assert code == 1
     assert f"{kind} in interactions[0].response.body.string" in out
     assert secret not in out
+
+
+def test_header_decisions_follow_each_scrubbers_own_names_even_given_as_a_plain_set() -> None:
+    plain = Scrubber()
+    custom = Scrubber(request_headers={"x-house-key"})  # a set, not a frozenset
+    headers = [("X-House-Key", KEY), ("Authorization", f"Bearer {KEY}"), ("Accept", "text/event-stream")]
+    for _ in range(2):  # the second time from what was remembered
+        assert [v for _, v in custom.request("https://api.test/v1", headers, b"{}").headers] == [
+            REDACTED, f"Bearer {KEY}", "text/event-stream"]
+        assert [v for _, v in plain.request("https://api.test/v1", headers, b"{}").headers] == [
+            KEY, REDACTED, "text/event-stream"]
+
+
+@pytest.mark.parametrize(("uri", "scrubbed"), [
+    ("https://api.test/v1/chat", "https://api.test/v1/chat"),
+    (f"https://api.test/v1/chat?key={KEY}", f"https://api.test/v1/chat?key={REDACTED}"),
+    (f"https://user:{KEY}@api.test/v1/chat", f"https://user:{REDACTED}@api.test/v1/chat"),
+])
+def test_a_uri_without_query_or_user_info_is_kept_as_it_is_and_the_others_scrubbed(uri: str, scrubbed: str) -> None:
+    assert Scrubber().request(uri, [], b"").uri == scrubbed
