@@ -27,6 +27,13 @@ the bytes come from:
   memory (all bodies are read from one JSON file when the module is imported);
   the test is otherwise the one above. This is the floor: no cassette at all.
 
+A sixth module shows where our plugin's time goes: ``dsh_replay use_cassette``
+replays the ``dsh_replay plugin`` module's own cassettes with ``use_cassette``
+in the test and ``assert_chunk_sequence``, as cassetter's tests do, with our
+plugin loaded but without the ``dsh_replay`` fixture (no golden, no per-call
+bookkeeping). Its gap to ``dsh_replay plugin`` is what the fixture's features
+cost; its gap to cassetter's is the engine's.
+
 A fifth module, for reference, is the thinnest possible pytest-recording test
 of the same exchanges: ``@pytest.mark.vcr`` and the body read with httpx, no
 adapter and no checks. The gap between it and ``pytest-recording`` is what the
@@ -167,12 +174,35 @@ async def test_case_{case:04d}():
     check(chunks, {case})
 """
 
+ENGINE_PREAMBLE = """
+from pathlib import Path
+
+from dsh_replay import use_cassette
+
+CASSETTES = Path(__file__).resolve().parent.parent / "ours" / "cassettes" / "test_ours"
+"""
+
+ENGINE = """
+
+@pytest.mark.asyncio
+async def test_case_{case:04d}():
+    with use_cassette(CASSETTES / "test_case_{case:04d}.yaml"):
+        chunks = [chunk async for chunk in adapter({case}).stream(options({case}))]
+    assert_chunk_sequence(chunks)
+    check(chunks, {case})
+"""
+
+#: the contender that replays the plugin's cassettes with use_cassette alone
+ENGINE_ONLY = "dsh_replay use_cassette"
+
 #: contender -> (folder, what the module is, extra preamble, per-test template)
 CONTENDERS: dict[str, tuple[str, str, str, str]] = {
     "dsh_replay plugin": ("ours", "the dsh_replay fixture replays cassettes + goldens", "", OURS),
     "pytest-recording": ("vcr", "pytest-recording (vcrpy) replays cassettes", "", VCR),
     "cassetter plugin": ("cassetter", "cassetter's pytest plugin replays its own cassettes", "", VCR),
     "no cassette (respx)": ("respx", "respx mocks, no cassette", RESPX_PREAMBLE, RESPX),
+    ENGINE_ONLY: (
+        "engine", "use_cassette replays the plugin's cassettes, no fixture", ENGINE_PREAMBLE, ENGINE),
     "pytest-recording, httpx read only": (
         "vcr_httpx",
         "pytest-recording replays cassettes; the body is read with httpx, no adapter",
@@ -187,6 +217,7 @@ OWN_PLUGINS: dict[str, tuple[str, ...]] = {
     "pytest-recording": ("recording",),
     "cassetter plugin": (),  # its own plugin comes from PYTHONPATH, not from the venv
     "no cassette (respx)": (),
+    ENGINE_ONLY: ("dsh_replay",),
     "pytest-recording, httpx read only": ("recording",),
 }
 VENV_PLUGINS = ("dsh_replay", "dsh_replay_emulator", "recording")

@@ -209,6 +209,8 @@ def suite_rows(raw: list[dict[str, Any]]) -> list[Row]:
         ours = row["name"] == "dsh_replay plugin"
         peer = row["name"] == "pytest-recording"
         ratio = "" if peer else f"{row['vs_pytest_recording']:.2f}x pytest-rec."
+        if row["name"] == bench_suite.ENGINE_ONLY and row.get("vs_cassetter"):
+            ratio = f"{row['vs_cassetter']:.2f}x cassetter"  # the engine alone, against the fastest peer
         rows.append(
             _row(
                 section,

@@ -314,7 +314,7 @@ class DshReplay:
             raise _failure(str(exc)) from None
         if session.discarded:
             self._tally.counts["cassettes_discarded"] += 1
-        self._tally.use(self.cassette_path)
+        # counted as used by the first call already (a session exists only once a call opened it)
         self._tally.counts["secrets_scrubbed"] += session.scrubbed
         if session.wrote:
             self._shared.wrote(self.cassette_path)

@@ -80,6 +80,8 @@ class SharedCassettes:
 
     def refusal(self, path: Path, mode: RecordMode, nodeid: str, *, xdist: bool) -> str | None:
         """Why this test may not record into its shared cassette in this run, or None."""
+        if not self._deselected and not self._owners:
+            return None  # no test of the run shares a cassette (most runs): nothing to look up
         absent = self._deselected.get(real_name(path), [])
         if absent and mode in (RecordMode.REWRITE, RecordMode.ALL):
             return (
