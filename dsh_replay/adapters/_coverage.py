@@ -117,7 +117,7 @@ class StreamMeter:
             if run:
                 self.counts[last] += run
             self.counts.pop((), None)  # the empty tuple stands for "no event yet" in the counting loop
-            self.collector.streams.append(self.meter.result())
+            self.collector.ended(self.meter)
 
 
 def metered(translator: Translator, decoder: Decoder[EventT]) -> tuple[Decoder[EventT], StreamMeter | None]:

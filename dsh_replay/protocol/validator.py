@@ -196,7 +196,7 @@ class SequenceValidator:
         state = self._state
         violations = state.violations
         before = len(violations)
-        # the body of _feed_all, inlined: this is the live stream's hot path
+        # the body of feed_all, inlined: this is the live stream's hot path
         position = state.position
         state.position = position + 1
         step = state.steps.get(type(chunk))
@@ -244,8 +244,9 @@ class SequenceValidator:
 
     # -- feeding ---------------------------------------------------------------------
 
-    def _feed_all(self, chunks: Iterable[object]) -> None:
-        """``feed`` each of ``chunks`` (the batch hot path: no call per chunk but its step)."""
+    def feed_all(self, chunks: Iterable[StreamChunk | Mapping[str, Any]]) -> None:
+        """``feed`` each of ``chunks``, with the same findings in :attr:`violations` (the batch hot path:
+        no call per chunk but its step)."""
         state = self._state
         feed_other = self._feed_other
         position = state.position
@@ -319,7 +320,7 @@ def check_chunk_sequence(
         # one chunk's dict (or a text) passed where the sequence goes: its keys would be "chunks"
         raise TypeError(f"chunks must be a sequence of chunks, got a {type(chunks).__name__}; wrap one chunk in a list")
     validator = SequenceValidator(allow_interleaving=allow_interleaving, json_arguments=json_arguments)
-    validator._feed_all(chunks)
+    validator.feed_all(chunks)
     if complete:
         validator.finish()
     # stable: a tool-call delta's P7 is found at its block-end, after later chunks' violations

@@ -23,7 +23,7 @@ from ..adapters.route_table import RouteTable
 from ..cassette.replay import Outcome
 from ..protocol.adapter import LlmAdapter
 from ..protocol.options import GenerateOptions
-from ..wire.coverage import TIMES, KindCount, WireCoverage, unmapped_of
+from ..wire.coverage import TIMES, CoverageCollector, KindCount, WireCoverage, unmapped_of
 
 if TYPE_CHECKING:  # verify is imported by --record-mode=verify alone: a replayed suite never needs it
     from ..cassette.verify import CaseDrift
@@ -45,6 +45,14 @@ class CoverageTally:
     #: cassette -> (breaking, what changed)
     drift: dict[str, tuple[bool, list[str]]] = field(default_factory=dict)
     verify_dirs: set[str] = field(default_factory=set)
+
+    def add_collected(self, cassette: Path, seen: CoverageCollector) -> list[KindCount]:
+        """Count one call's streams as ``seen`` collected them; return their unmapped kinds."""
+        clean = seen.clean_count()
+        if clean is None:
+            return self.add(cassette, seen.streams)
+        self.streams += clean  # every kind mapped or ignored: counted without building each stream's report
+        return []
 
     def add(self, cassette: Path, streams: Sequence[WireCoverage]) -> list[KindCount]:
         """Count one call's streams; return their unmapped kinds."""

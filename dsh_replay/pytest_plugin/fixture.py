@@ -217,7 +217,7 @@ class DshReplay:
             # replayable without them too (collection, check)
             session.cassette.metadata.setdefault("follow_ups", []).append(options.to_json())
         self._check_outcome(outcome, expect=expect)
-        unmapped = self._tally.coverage.add(self.cassette_path, seen.streams)
+        unmapped = self._tally.coverage.add_collected(self.cassette_path, seen)
         if unmapped and self._settings.strict_coverage:
             raise _failure(strict_failure(self.cassette_path, unmapped))
         if recorded:

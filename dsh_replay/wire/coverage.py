@@ -341,11 +341,40 @@ def _under(path: str, whole: frozenset[str]) -> bool:
 
 @dataclass
 class CoverageCollector:
-    """Where the adapters of a :func:`collect_coverage` block leave the coverage of each stream, in order."""
+    """Where the adapters of a :func:`collect_coverage` block leave the coverage of each stream, in order.
+
+    A stream's meter is kept as it ended and turned into its :class:`WireCoverage`
+    when :attr:`streams` is first read: a replayed test asks only whether some
+    kind went unmapped (:meth:`clean_count`), which the counts answer.
+    """
 
     deep: bool = False
     detail: bool = False
-    streams: list[WireCoverage] = field(default_factory=list)
+    _streams: list[WireCoverage] = field(default_factory=list)
+    _ended: list[CoverageMeter] = field(default_factory=list)
+
+    @property
+    def streams(self) -> list[WireCoverage]:
+        """Each stream's coverage, in the order the streams ended."""
+        if self._ended:
+            self._streams += (meter.result() for meter in self._ended)
+            self._ended.clear()
+        return self._streams
+
+    def ended(self, meter: CoverageMeter) -> None:
+        """A stream's meter, once the stream is over (its counts and body are final)."""
+        self._ended.append(meter)
+
+    def clean_count(self) -> int | None:
+        """How many streams ended, when each was translated by a translator that declares its kinds and none
+        had an unmapped kind; None otherwise (then read :attr:`streams` for which, and where)."""
+        if self._streams:
+            return None  # already built: the caller reads them
+        for meter in self._ended:
+            if meter.mapped is None or any(meter.status(kind)[0] == UNMAPPED for kinds in meter.counts
+                                           for kind in kinds):
+                return None
+        return len(self._ended)
 
     @property
     def unmapped(self) -> list[KindCount]:

@@ -12,6 +12,7 @@ from dsh_replay import SSEDecoder
 from dsh_replay.wire.coverage import (
     AFTER_TERMINAL_KIND,
     COMMENT_KIND,
+    CoverageCollector,
     CoverageMeter,
     KindCount,
     WireCoverage,
@@ -224,3 +225,38 @@ def test_every_event_is_located_on_the_line_its_block_starts(
     wanted = [(n, e.data) for n, e in enumerate(events) if e.data not in {x.data for x in events[:n]}]
     assert sse_event_lines(body, wanted) == {n: starts[n] for n, _ in wanted if events[n].data}
     assert sse_comment_lines(body) == [start - 2 for (_, _, comment, _), start in zip(blocks, starts, strict=True) if comment]
+
+
+def _ended(body: bytes, kinds_of: dict[str, tuple[str, ...]], **kwargs: object) -> CoverageMeter:
+    """A meter that has seen ``body`` to its end, as a stream leaves it with its collector."""
+    meter = _meter(**kwargs)
+    meter.feed_body(body)
+    decoder = SSEDecoder()
+    for event in [*decoder.feed(body), *decoder.flush()]:
+        meter.observe(kinds_of[event.data], event)
+    return meter
+
+
+def test_a_collector_counts_clean_streams_without_building_them_and_builds_them_when_read() -> None:
+    collector = CoverageCollector()
+    collector.ended(_ended(b"data: t\n\ndata: p\n\ndata: d\n\n", {"t": ("text",), "p": ("ping",), "d": ("done",)}))
+    terminal = _ended(b"data: d\n\n", {"d": ("done",)})
+    terminal.after_terminal()  # a pseudo kind: ignored, never unmapped
+    collector.ended(terminal)
+    assert collector.clean_count() == 2
+    assert [stream.events for stream in collector.streams] == [3, 1]  # in the order the streams ended
+    assert [k.kind for k in collector.streams[0].kinds] == ["text", "ping", "done"]
+    assert collector.clean_count() is None  # built now: the caller reads them
+
+
+def test_a_collector_with_an_unmapped_kind_or_an_undeclared_translator_sends_the_caller_to_its_streams() -> None:
+    unmapped = CoverageCollector()
+    unmapped.ended(_ended(b"data: t\n\ndata: img\n\n", {"t": ("text",), "img": ("image",)}))
+    assert unmapped.clean_count() is None
+    assert [(k.kind, k.first_line) for k in unmapped.unmapped] == [("image", 3)]
+    undeclared = CoverageCollector()
+    meter = CoverageMeter("toy", mapped=None, ignored={})
+    meter.observe(("whatever",))
+    undeclared.ended(meter)
+    assert undeclared.clean_count() is None
+    assert [stream.status for stream in undeclared.streams] == ["undeclared"]
