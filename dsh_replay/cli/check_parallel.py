@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import multiprocessing.connection
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,9 @@ class RunBatch(Protocol):
 _BATCH = 8
 #: batches sent to a worker ahead: it starts the next one without waiting for the parent
 _IN_FLIGHT = 2
+
+#: seconds the parent waits between taking rows: a pipe holds far more rows than two workers write meanwhile
+_PAUSE = 0.002
 
 #: seconds without a row from any busy worker before they count as hung (a replay takes milliseconds)
 HANG_SECONDS = 120.0
@@ -151,25 +155,38 @@ def check_in_workers(
                 continue
             for ready in ready_now:
                 worker = busy[ready]  # type: ignore[index]
-                try:
-                    message = worker.connection.recv()
-                except (EOFError, OSError):
-                    _lost(worker, cassettes, label, record, queue)
-                    workers.remove(worker)
-                    if queue:
-                        start()
-                        feed(workers[-1])
-                    continue
-                if message is None:  # a batch finished
-                    worker.batches -= 1
-                    if queue:
-                        feed(worker)
-                    continue
-                record(worker.pending.popleft(), message)
+                while True:  # every row already in the pipe, not one per wake-up
+                    try:
+                        message = worker.connection.recv()
+                    except (EOFError, OSError):
+                        _lost(worker, cassettes, label, record, queue)
+                        workers.remove(worker)
+                        if queue:
+                            start()
+                            feed(workers[-1])
+                        break
+                    if message is None:  # a batch finished
+                        worker.batches -= 1
+                        if queue:
+                            feed(worker)
+                    else:
+                        record(worker.pending.popleft(), message)
+                    if not worker.busy or not _has_more(worker.connection):
+                        break
+            # Rows pile up in the pipes meanwhile, and the next wake-up takes them all: woken for each
+            # row, this process would take a core from a worker a thousand times a second.
+            time.sleep(_PAUSE)
     finally:
         for worker in workers:
             _stop(worker)
     return [row for row in rows if row is not None]
+
+
+def _has_more(connection: Connection) -> bool:
+    try:
+        return connection.poll()
+    except (EOFError, OSError):  # gone: the next recv says so
+        return True
 
 
 def _lost(worker: _Worker, cassettes: list[Path], label: Callable[[Path], str],
