@@ -39,7 +39,6 @@ _HOSTS_TABLE = ("tool", "dsh_replay", "hosts")
 _HOST = re.compile(r"(?:[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?|\[[0-9a-f:.]+\])(?::(?P<port>\d{1,5}))?")
 
 
-
 def _toml() -> Any:
     """The TOML reader, imported when a pyproject.toml is read (most runs read none: a start-up saved)."""
     if sys.version_info >= (3, 11):
@@ -49,6 +48,7 @@ def _toml() -> Any:
     import tomli  # type: ignore[import-not-found,unused-ignore]  # pytest depends on it there
 
     return tomli
+
 
 def import_target(spec: str, where: str) -> Callable[..., Any]:
     """The class or factory ``module:attribute`` names; a bad one is a ``ConfigError`` that starts with ``where``."""

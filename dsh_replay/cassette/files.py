@@ -16,6 +16,7 @@ __all__ = [
     "atomic_write",
     "cassette_kind",
     "has_metadata",
+    "is_cassette_name",
     "read_metadata_key",
     "remove_stale_temp_files",
     "unwritable_reason",
@@ -153,6 +154,11 @@ _TOP_LEVEL_KEY = re.compile(rb"\n(?:dsh_replay|\"dsh_replay\"|'dsh_replay')[ \t]
 _VCR_KEY = re.compile(rb"\n(?:interactions|\"interactions\"|'interactions')[ \t]*:")
 # vcrpy's JSON serializer indents its keys: the key at any depth is taken for a cassette.
 _JSON_VCR_KEY = re.compile(rb"\"interactions\"\s*:")
+
+
+def is_cassette_name(name: str) -> bool:
+    """A ``.yaml`` or ``.yml`` file name or path (a name that is all suffix, ``.yaml``, is a hidden file)."""
+    return os.path.splitext(name)[1] in (".yaml", ".yml")
 
 
 def has_metadata(path: Path) -> bool:

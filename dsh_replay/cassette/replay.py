@@ -69,19 +69,16 @@ async def run_adapter(
     validator = SequenceValidator(allow_interleaving=allow_interleaving, json_arguments=json_arguments)
     chunks = outcome.chunks
     try:
-        if on_violation is None:  # nobody to tell as they happen: the rules run over the whole sequence after
-            async for chunk in adapter.stream(options):
-                chunks.append(chunk)
-        else:
-            async for chunk in adapter.stream(options):
-                chunks.append(chunk)
+        async for chunk in adapter.stream(options):
+            chunks.append(chunk)
+            if on_violation is not None:
                 for violation in validator.feed(chunk):
                     on_violation(violation)
     except capture as exc:
         if isinstance(exc, CassetteError):
             raise  # a cassette problem is never the adapter's answer
         outcome.raised = exc
-    if on_violation is None:
+    if on_violation is None:  # nobody to tell as they happened: the rules run over the whole sequence at once
         validator.feed_all(chunks)
     if outcome.raised is None:
         validator.finish()

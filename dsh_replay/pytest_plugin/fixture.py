@@ -84,10 +84,10 @@ class DshReplay:
         self._tally = tally
         self._config = config
         self.options = item_options(item)
-        self.cassette_path = (
-            item_cassette(item, settings) if config.cassette_dir in (None, settings.cassette_dir)
-            else cassette_path_for(item, settings, self.options, config.cassette_dir))
-        if config.cassette_dir is not None and config.cassette_dir != settings.cassette_dir:
+        if config.cassette_dir in (None, settings.cassette_dir):
+            self.cassette_path = item_cassette(item, settings, self.options)
+        else:  # the test's dsh_replay_config chose a folder of its own
+            self.cassette_path = cassette_path_for(item, settings, self.options, config.cassette_dir)
             tally.configured_folder(self.cassette_path)
         self.golden_path = golden_path_for(self.cassette_path)
         self._chunks: list[StreamChunk] | None = None  # the last call's, assembled into a turn when asked

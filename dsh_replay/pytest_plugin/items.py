@@ -125,7 +125,7 @@ class CassetteItem(pytest.Item):
                     update_golden=settings.update_golden, cassette=case,
                 )
             )
-        unmapped = tally.coverage.add(self.path, seen.streams)
+        unmapped = tally.coverage.add_collected(self.path, seen)
         for call in range(1, max(1, len(result.outcomes)) + 1):
             tally.use(self.path, golden_path_for(self.path, call))
         if result.outcomes:

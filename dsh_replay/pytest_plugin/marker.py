@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ..cassette.files import is_cassette_name
 from ..cassette.pacing import Fragmentation, parse_speed
 from ..cassette.store import RecordMode
 from ..errors import CassetteError
@@ -121,7 +122,8 @@ def item_cassette(item: pytest.Item, settings: Settings, options: MarkerOptions 
 
     ``options``: the item's, when the caller has just read them.
     """
-    options = options or item_options(item)
+    if options is None:
+        options = item_options(item)
     cached = item.stash.get(_CASSETTE, None)
     if cached is not None and cached[0] is options:
         return cached[1]
@@ -175,4 +177,4 @@ def cassette_path_for(item: pytest.Item, settings: Settings, options: MarkerOpti
     name = options.cassette or cassette_name(item)
     path = name if os.path.isabs(name) else os.path.join(folder, name)
     # a name with no suffix ("case", "case.", ".hidden") gets one
-    return Path(path if os.path.splitext(path)[1] in (".yaml", ".yml") else path + ".yaml")
+    return Path(path if is_cassette_name(path) else path + ".yaml")

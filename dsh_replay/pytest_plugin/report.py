@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cassette.files import read_metadata_key
+from ..cassette.files import is_cassette_name, read_metadata_key
 from ..cassette.golden import GOLDEN_SUFFIX
 from .coverage import CoverageTally
 from .shared import real_name
@@ -319,11 +319,6 @@ def _unwritten_lines(unwritten: dict[str, str], root: Path) -> list[str]:
         f"goldens: {len(paths)} not written ({reason}): {_names(paths, root)}"
         for reason, paths in sorted(by_reason.items())
     ]
-
-
-def is_cassette_name(name: str) -> bool:
-    """A ``.yaml`` or ``.yml`` file name (a name that is all suffix, ``.yaml``, is a hidden file, not a cassette)."""
-    return os.path.splitext(name)[1] in (".yaml", ".yml")
 
 
 def _cassette_stems(golden: str) -> list[str]:

@@ -43,7 +43,8 @@ def _real_absolute(name: str) -> str:
 def _real_folder(name: str) -> str:
     return os.path.realpath(name)
 
-__all__ = ["SharedCassettes"]
+
+__all__ = ["SharedCassettes", "real_name"]
 
 
 class SharedCassettes:
