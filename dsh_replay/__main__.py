@@ -1,5 +1,5 @@
 import sys
 
-from .cli.main import main
+from .cli.main import console_main
 
-sys.exit(main())
+sys.exit(console_main())

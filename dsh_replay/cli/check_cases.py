@@ -81,11 +81,11 @@ class PlainCases(NamedTuple):
 
 def read_plain_cases(plain: Sequence[Path], routes: RouteTable, inference: Inference | None) -> PlainCases:
     """The files of ``plain`` (YAML files without our metadata) that ``inference`` reads as cases."""
-    from ..cassette.inferred import NotACase, read_plain_case
-
     found = PlainCases({}, [])
     if inference is None or not inference.enabled:
         return found._replace(skipped=list(plain))
+    from ..cassette.inferred import NotACase, read_plain_case
+
     for path in plain:
         try:
             found.cases[path] = read_plain_case(path, routes, inference)

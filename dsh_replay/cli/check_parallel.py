@@ -3,10 +3,12 @@
 Each worker is a fork of the checking process (the route table, the imported
 adapters and the warmed-up state come with it, nothing is pickled but paths
 and rows). Workers take small batches from the parent, two at a time so that
-none waits for the next, and send back one row per case as it finishes; so a
-worker that dies costs one FAIL row — the case it was replaying — and a fresh
-worker takes over the rest of its batches. Every
-case is replayed by exactly one worker, so ``--update`` writes each golden once.
+none waits for the next, and write back one row per case as it finishes, a
+line of JSON on a pipe of their own; so a worker that dies costs one FAIL row
+— the case it was replaying — and a fresh worker takes over the rest of its
+batches. The parent reads whatever rows a pipe holds in one go, so it wakes a
+few hundred times a run, not once per row. Every case is replayed by exactly
+one worker, so ``--update`` writes each golden once.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import multiprocessing.connection
+import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -23,6 +26,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, Protocol
+
+import orjson
 
 __all__ = ["check_in_workers", "crash_row"]
 
@@ -41,6 +46,9 @@ class RunBatch(Protocol):
 _BATCH = 8
 #: batches sent to a worker ahead: it starts the next one without waiting for the parent
 _IN_FLIGHT = 2
+
+#: the most bytes of rows taken from a pipe at once: all it holds (a pipe holds 64 KiB)
+_READ = 1 << 16
 
 #: seconds the parent waits between taking rows: a pipe holds far more rows than two workers write meanwhile
 _PAUSE = 0.002
@@ -63,28 +71,40 @@ def crash_row(path: Path, label: str, exitcode: int | None, *, hung: bool = Fals
     }
 
 
-def _worker(connection: Connection, run_batch: RunBatch) -> None:
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:  # a row longer than the pipe holds goes in several writes
+        view = view[os.write(fd, view):]
+
+
+def _worker(connection: Connection, rows: int, run_batch: RunBatch) -> None:
+    """Replay the batches the parent sends; each row is one line on ``rows``, an empty line ends a batch."""
     async def serve() -> None:
         while True:
-            batch: list[Path] | None = connection.recv()
+            batch: list[str] | None = connection.recv()
             if batch is None:
                 break
-            await run_batch(batch, lambda path, row: connection.send(row))
-            connection.send(None)  # the batch is done: ready for the next
+            await run_batch([Path(name) for name in batch],
+                            lambda path, row: _write_all(rows, orjson.dumps(row) + b"\n"))
+            _write_all(rows, b"\n")  # the batch is done: ready for the next
         await run_batch.aclose()
 
     try:
         asyncio.run(serve())
-    except (EOFError, KeyboardInterrupt):  # the parent is gone or interrupted: nothing left to report to
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):  # the parent is gone or interrupted
         pass
     finally:
         connection.close()
+        os.close(rows)
 
 
 @dataclass
 class _Worker:
     process: BaseProcess
     connection: Connection
+    #: the read end of the worker's row pipe, and what it holds of a row not yet ended
+    rows: int
+    partial: bytes = b""
     #: indexes of the cases sent and not yet reported, in order
     pending: deque[int] = field(default_factory=deque)
     #: batches sent whose end is not yet reported
@@ -115,22 +135,43 @@ def check_in_workers(
 
     def start() -> None:
         parent, child = context.Pipe()
-        process = context.Process(target=_worker, args=(child, run_batch), daemon=True)
+        rows_out, rows_in = os.pipe()
+        process = context.Process(target=_worker, args=(child, rows_in, run_batch), daemon=True)
         process.start()
+        # only the worker holds the write end: when it dies, its pipe ends and the parent sees it
         child.close()
-        workers.append(_Worker(process, parent))
+        os.close(rows_in)
+        workers.append(_Worker(process, parent, rows_out))
 
     def feed(worker: _Worker) -> None:
         batch = [queue.popleft() for _ in range(min(_BATCH, len(queue)))]
         worker.pending.extend(batch)
         worker.batches += 1
-        worker.connection.send([cassettes[n] for n in batch])
+        worker.connection.send([str(cassettes[n]) for n in batch])
 
     def record(index: int, row: Row) -> None:
         nonlocal done
         rows[index] = row
         done += 1
         on_row(done, row)
+
+    def take(worker: _Worker) -> bool:
+        """Every row the worker's pipe holds; False when the worker is gone."""
+        try:
+            data = os.read(worker.rows, _READ)
+        except OSError:
+            data = b""
+        if not data:
+            return False
+        *lines, worker.partial = (worker.partial + data).split(b"\n")
+        for line in lines:
+            if line:
+                record(worker.pending.popleft(), orjson.loads(line))
+                continue
+            worker.batches -= 1  # a batch finished
+            if queue:
+                feed(worker)
+        return True
 
     for _ in range(min(jobs, len(cassettes))):
         start()
@@ -140,7 +181,7 @@ def check_in_workers(
                 if queue:
                     feed(worker)
         while any(worker.busy for worker in workers):
-            busy = {worker.connection: worker for worker in workers if worker.busy}
+            busy = {worker.rows: worker for worker in workers if worker.busy}
             ready_now = multiprocessing.connection.wait(list(busy), timeout=HANG_SECONDS)
             if not ready_now:
                 # nothing came back for that long: every busy worker is stuck; each fails its
@@ -155,24 +196,12 @@ def check_in_workers(
                 continue
             for ready in ready_now:
                 worker = busy[ready]  # type: ignore[index]
-                while True:  # every row already in the pipe, not one per wake-up
-                    try:
-                        message = worker.connection.recv()
-                    except (EOFError, OSError):
-                        _lost(worker, cassettes, label, record, queue)
-                        workers.remove(worker)
-                        if queue:
-                            start()
-                            feed(workers[-1])
-                        break
-                    if message is None:  # a batch finished
-                        worker.batches -= 1
-                        if queue:
-                            feed(worker)
-                    else:
-                        record(worker.pending.popleft(), message)
-                    if not worker.busy or not _has_more(worker.connection):
-                        break
+                if not take(worker):
+                    _lost(worker, cassettes, label, record, queue)
+                    workers.remove(worker)
+                    if queue:
+                        start()
+                        feed(workers[-1])
             # Rows pile up in the pipes meanwhile, and the next wake-up takes them all: woken for each
             # row, this process would take a core from a worker a thousand times a second.
             time.sleep(_PAUSE)
@@ -182,18 +211,12 @@ def check_in_workers(
     return [row for row in rows if row is not None]
 
 
-def _has_more(connection: Connection) -> bool:
-    try:
-        return connection.poll()
-    except (EOFError, OSError):  # gone: the next recv says so
-        return True
-
-
 def _lost(worker: _Worker, cassettes: list[Path], label: Callable[[Path], str],
           record: Callable[[int, Row], None], queue: deque[int], *, hung: bool = False) -> None:
     """A worker died: its current case fails, the rest of its batch goes back to the queue."""
     worker.process.join(timeout=5)
     worker.connection.close()
+    os.close(worker.rows)
     if worker.pending:  # empty: it died between its batch's last row and the batch's end
         current = worker.pending.popleft()
         record(current, crash_row(cassettes[current], label(cassettes[current]), worker.process.exitcode, hung=hung))
@@ -209,3 +232,4 @@ def _stop(worker: _Worker) -> None:
         worker.process.kill()
         worker.process.join(timeout=5)
     worker.connection.close()
+    os.close(worker.rows)

@@ -58,13 +58,18 @@ def add_route(parser: argparse.ArgumentParser) -> None:
                              "([tool.dsh_replay.hosts] in pyproject.toml does it by host)")
 
 
-def inference(args: argparse.Namespace, routes: RouteTable) -> Inference:
-    """How the command reads plain vcrpy cassettes: its ``--route``, and ``[tool.dsh_replay.hosts]``."""
+def inference(args: argparse.Namespace, routes: RouteTable) -> Inference | None:
+    """How the command reads plain vcrpy cassettes: its ``--route``, and ``[tool.dsh_replay.hosts]``.
+
+    None when neither is given: plain cassettes are then skipped, and their reader is not even imported.
+    """
+    route = getattr(args, "route", None)
+    if route is None and not routes.hosts:
+        return None
     from ..cassette.inferred import Inference
     from ..errors import ConfigError
     from ..protocol.adapter import unknown_route_message
 
-    route = getattr(args, "route", None)
     if route is not None and route not in routes.routes():  # refused before any file is read
         raise ConfigError(f"--route: {unknown_route_message(route, routes.routes())}")
     return Inference(route=route, hosts=routes.hosts)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import os
 import sys
@@ -24,7 +25,7 @@ from typing import Any, TextIO
 from .._version import __version__
 from ..errors import DshReplayError
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "console_main", "main"]
 
 #: command -> one-line summary, in the order ``--help`` lists them
 COMMANDS: dict[str, str] = {
@@ -135,3 +136,18 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def console_main() -> int:
+    """The ``dsh-replay`` program (and ``python -m dsh_replay``): :func:`main` in a process that ends with it.
+
+    Everything the command built is dropped at once by the exit; left to the
+    collector, the interpreter's shutdown walks it first (30 ms after checking
+    a thousand cassettes, a sixth of the start-up). Frozen, it is freed by
+    reference counts alone. Exit handlers still run; a program that calls
+    :func:`main` itself keeps its collector as it was.
+    """
+    code = main()
+    gc.freeze()
+    gc.disable()
+    return code

@@ -117,7 +117,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _cassette_paths(paths: Sequence[str], routes: RouteTable, inference: Inference) -> tuple[list[Path], dict[Path, Cassette]]:
+def _cassette_paths(paths: Sequence[str], routes: RouteTable, inference: Inference | None) -> tuple[list[Path], dict[Path, Cassette]]:
     """The cassettes under ``paths``, and the plain vcrpy ones ``inference`` reads as cases (each read now)."""
     from .check_cases import find_cases, read_plain_cases, sorted_paths
 

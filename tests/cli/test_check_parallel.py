@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -153,3 +155,58 @@ def test_an_adapter_that_awaits_for_ever_fails_its_case_in_one_process(
     assert result.code == 1
     assert re.search(r"^zz-wait +- +0 +0 +0 +FAIL hung", result.out, re.M), result.out
     assert "no result after 1 s" in result.out
+
+
+class _Scripted:
+    """A batch runner whose rows are made up: ``problem`` of each case's row is ``problems[name]`` (or "")."""
+
+    def __init__(self, problems: dict[str, str]) -> None:
+        self.problems = problems
+
+    async def __call__(self, batch: list[Path], report: Callable[[Path, dict[str, Any]], None]) -> None:
+        for path in batch:
+            report(path, {"case": path.name, "path": str(path), "ok": True, "problem": self.problems.get(path.name, "")})
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _spread(names: list[str], runner: _Scripted, jobs: int = 2) -> list[dict[str, Any]]:
+    from dsh_replay.cli.check_parallel import check_in_workers
+
+    seen: list[int] = []
+    rows = check_in_workers([Path(name) for name in names], jobs, runner, lambda path: path.name,
+                            lambda done, row: seen.append(done))
+    assert seen == list(range(1, len(names) + 1))  # one progress step per row, as each came
+    return rows
+
+
+def test_rows_longer_than_a_pipe_holds_arrive_whole() -> None:
+    names = [f"case-{n:02d}" for n in range(40)]
+    # a pipe holds 64 KiB: these rows are written in several pieces, and read in several
+    problems = {"case-03": "é" * 300_000, "case-17": "line\n" * 50_000, "case-39": "x" * 70_000}
+    rows = _spread(names, _Scripted(problems))
+    assert [row["case"] for row in rows] == names
+    assert [row["problem"] for row in rows] == [problems.get(name, "") for name in names]
+
+
+def test_a_worker_that_dies_while_writing_a_row_fails_that_case_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from dsh_replay.cli import check_parallel
+
+    whole = check_parallel._write_all
+
+    def dies_halfway(fd: int, data: bytes) -> None:
+        if b'"case-07"' in data:  # half the row gets out, then the worker is gone
+            whole(fd, data[: len(data) // 2])
+            os._exit(9)
+        whole(fd, data)
+
+    monkeypatch.setattr(check_parallel, "_write_all", dies_halfway)  # the forked workers inherit it
+    names = [f"case-{n:02d}" for n in range(30)]
+    rows = _spread(names, _Scripted({"case-07": "y" * 100_000}))
+    assert [row["case"] for row in rows] == names
+    crashed = [row for row in rows if not row["ok"]]
+    assert [(row["case"], row["verdict"]) for row in crashed] == [("case-07", "FAIL worker crashed")]
+    assert "died (exit code 9)" in crashed[0]["problem"]

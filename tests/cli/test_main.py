@@ -96,3 +96,36 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(command: list[str]) ->
     assert done.stderr == ""
     # 141 as after a SIGPIPE; argparse swallows the write error of --help itself and exits 0
     assert done.returncode == (0 if "--help" in command else 141)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("spoil", [False, True])
+def test_the_program_ends_with_its_output_whole_and_exit_handlers_run(tmp_path: Path, spoil: bool) -> None:
+    case = tmp_path / "text.yaml"
+    case.write_bytes((ROOT / "cassettes" / "openai" / "text.yaml").read_bytes())
+    golden = (ROOT / "cassettes" / "openai" / "text.chunks.jsonl").read_bytes()
+    (tmp_path / "text.chunks.jsonl").write_bytes(golden.replace(b'"text"', b'"txet"', 1) if spoil else golden)
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write('exit handler ran\\n'))\n"
+        f"sys.argv = ['dsh-replay', 'check', {str(case)!r}]\n"
+        "from dsh_replay.cli.main import console_main\n"
+        "sys.exit(console_main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == (1 if spoil else 0), done.stdout + done.stderr
+    summary = "0 passed, 1 failed" if spoil else "1 passed, 0 failed"
+    assert f"1 case(s), 13 chunks: {summary}" in done.stdout, done.stdout
+    # the last line written is there: nothing was lost to the exit
+    assert done.stdout.endswith("accept them with: dsh-replay check --update\n" if spoil else f"{summary}\n")
+    assert done.stderr.endswith("exit handler ran\n")
+
+
+def test_main_called_in_a_program_leaves_its_collector_alone() -> None:
+    import gc
+
+    frozen = gc.get_freeze_count()
+    assert run("routes").code == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
