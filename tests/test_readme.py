@@ -48,9 +48,13 @@ def test_documented_commands_and_their_options_exist(pytestconfig: pytest.Config
     makefile = (ROOT / "Makefile").read_text()
     checked = 0
     for page, lang, body in BLOCKS:
-        if lang not in ("sh", "bash", ""):
+        if lang in ("sh", "bash", ""):
+            lines = body.splitlines()
+        elif lang == "yaml":  # the commands a CI workflow runs (``run:``), folded lines joined
+            lines = _run_steps(yaml.safe_load(body))
+        else:
             continue
-        for line in body.splitlines():
+        for line in lines:
             words = line.split("#", 1)[0].replace("&&", "\n").replace("|", "\n").split("\n")
             for command in (w.split() for w in words):
                 if not command:
@@ -72,6 +76,16 @@ def test_documented_commands_and_their_options_exist(pytestconfig: pytest.Config
                             assert re.search(rf"^{re.escape(target)}:", makefile, re.M), f"{page}: {line}"
                     checked += 1
     assert checked >= 20
+
+
+def _run_steps(value: object) -> list[str]:
+    """The ``run:`` commands of a parsed GitHub Actions workflow, in document order."""
+    if isinstance(value, dict):
+        return [text for key, item in value.items()
+                for text in ([item] if key == "run" and isinstance(item, str) else _run_steps(item))]
+    if isinstance(value, list):
+        return [text for item in value for text in _run_steps(item)]
+    return []
 
 
 def test_opens_with_the_two_fresh_machine_commands() -> None:
