@@ -114,6 +114,11 @@ class _Worker:
     def busy(self) -> bool:
         return self.batches > 0
 
+    def close(self) -> None:
+        """Close the parent's ends of the worker's two pipes."""
+        self.connection.close()
+        os.close(self.rows)
+
 
 def check_in_workers(
     cassettes: list[Path],
@@ -215,8 +220,7 @@ def _lost(worker: _Worker, cassettes: list[Path], label: Callable[[Path], str],
           record: Callable[[int, Row], None], queue: deque[int], *, hung: bool = False) -> None:
     """A worker died: its current case fails, the rest of its batch goes back to the queue."""
     worker.process.join(timeout=5)
-    worker.connection.close()
-    os.close(worker.rows)
+    worker.close()
     if worker.pending:  # empty: it died between its batch's last row and the batch's end
         current = worker.pending.popleft()
         record(current, crash_row(cassettes[current], label(cassettes[current]), worker.process.exitcode, hung=hung))
@@ -231,5 +235,4 @@ def _stop(worker: _Worker) -> None:
     if worker.process.is_alive():
         worker.process.kill()
         worker.process.join(timeout=5)
-    worker.connection.close()
-    os.close(worker.rows)
+    worker.close()

@@ -120,8 +120,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     settings = config.stash[SETTINGS_KEY]
     ours = [(item, options) for item, options in read if _uses_fixture(item)]
     _refuse_shared_derived_cassettes(settings, ours)
-    config.stash[SHARED_KEY].collected(
-        [(item_cassette(item, settings, options), item.nodeid) for item, options in ours if options.cassette])
+    config.stash[SHARED_KEY].collected(_named_cassettes(settings, items))
 
 
 def _uses_fixture(item: pytest.Item) -> bool:
