@@ -14,7 +14,10 @@ in a fresh ``python -m dsh_replay check`` subprocess (the worker start-up is
 part of what ``-n`` costs), interleaved, medians; the ratio is the ``-n 1``
 wall time over the ``-n 2`` one. Two more figures say where that time goes:
 the start-up (``check -n 1`` of a single cassette: interpreter, imports, one
-replay), which no number of workers shortens, and the speed-up of ``-n 2``
+replay), which no number of workers shortens, with the part of it that is
+the libraries' own (a fresh interpreter importing only what a replay through
+an httpx adapter cannot do without: asyncio, httpx, yaml and orjson), and the
+speed-up of ``-n 2``
 after start-up (``run_check`` with ``jobs=2`` against ``jobs=1`` in this warmed
 process: the workers' own share of the gain), next to the most a second
 process gives on this machine at all (a pure-CPU loop, forked, in two halves
@@ -102,6 +105,17 @@ def shard_process(folder: Path, index: int, total: int) -> tuple[float, list[str
     return seconds, [case["path"] for case in json.loads(done.stdout)["cases"]]
 
 
+#: what any replay through an httpx adapter imports, whoever wrote the replaying program
+LIBRARIES = "import asyncio, httpx, orjson, yaml"
+
+
+def library_start_up() -> float:
+    """A fresh interpreter importing the libraries a check cannot do without, and nothing of ours."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", LIBRARIES], check=True, cwd=ROOT)
+    return time.perf_counter() - start
+
+
 def _spin(count: int) -> int:
     total = 0
     for n in range(count):
@@ -155,6 +169,7 @@ def run(quick: bool = False) -> list[dict[str, object]]:
         two: list[float] = []
         warm_two: list[float] = []
         start_up: list[float] = []
+        libraries: list[float] = []
         ceilings: list[float] = []
         slowest_shard: list[float] = []
         shard_paths: list[list[str]] = []
@@ -167,17 +182,20 @@ def run(quick: bool = False) -> list[dict[str, object]]:
             two.append(check_process(folder, 2))
             warm_two.append(check_once(folder, jobs=2))
             start_up.append(check_process(folder / "copy-00" / "openai" / "text.yaml", 1))
+            libraries.append(library_start_up())
     floor, check = statistics.median(floors), statistics.median(checks)
     single, double = statistics.median(one), statistics.median(two)
     warm = statistics.median(warm_two)
     serial = statistics.median(start_up)
+    floor_start = statistics.median(libraries)
     ceiling = statistics.median(ceilings)
     every = [path for paths in shard_paths for path in paths if path.endswith(".yaml")]  # goldens alone aside
     # the jobs of a matrix together check every case, each once
     whole = sorted(str(path) for path in files)
     exact = sorted(every) == whole
     samples: dict[str, Any] = {"floor_s": floors, "check_s": checks, "n1_s": one, "n2_s": two,
-                               "warm_n2_s": warm_two, "start_up_s": start_up, "ceiling": ceilings}
+                               "warm_n2_s": warm_two, "start_up_s": start_up, "libraries_s": libraries,
+                               "ceiling": ceilings}
     return [
         {"benchmark": "check", "name": "check vs libyaml parse floor", "cassettes": len(files),
          "check_s": check, "floor_s": floor, "ratio": check / floor, "samples": samples},
@@ -192,7 +210,10 @@ def run(quick: bool = False) -> list[dict[str, object]]:
          "met": single / double / ceiling >= TARGET,
          # every process pays the start-up before its first case: what -n 2 would reach with the
          # start-up and the rest of -n 1 shared out perfectly, at the ceiling's speed-up (Amdahl)
-         "perfect_split": perfect_split(single, serial, ceiling)},
+         "perfect_split": perfect_split(single, serial, ceiling),
+         # the same with none of our own start-up, -n 1 and -n 2 alike: only the libraries' imports
+         "libraries_s": floor_start,
+         "libraries_perfect_split": perfect_split(single - serial + floor_start, floor_start, ceiling)},
         {"benchmark": "check", "name": f"check --shard K/{SHARDS}", "cassettes": len(files), "shards": SHARDS,
          "slowest_s": statistics.median(slowest_shard), "n1_s": single,
          "of_whole": statistics.median(slowest_shard) / single, "sizes": [len(paths) for paths in shard_paths],

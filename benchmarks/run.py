@@ -282,6 +282,9 @@ def check_rows(raw: list[dict[str, Any]]) -> list[Row]:
         _row(section, "  of which start-up (check of one cassette)", f"{parallel['start_up_s']:.2f} s",
              # every process pays it before its first case: -n 2 with the rest shared out perfectly
              f"perfect split: {parallel['perfect_split']:.2f} of ceiling"),
+        _row(section, "    of which the libraries' (asyncio, httpx, yaml, orjson)", f"{parallel['libraries_s']:.2f} s",
+             # with none of our own start-up left in -n 1 or -n 2
+             f"perfect split: {parallel['libraries_perfect_split']:.2f} of ceiling"),
         _row(section, "  -n 2 vs -n 1 after start-up (in process)", f"{parallel['warm_n2_s']:.2f} s",
              f"{parallel['warm_speedup']:.2f}x faster"),
         _row(section, "  a pure-CPU loop, 2 processes vs 1 (ceiling)", "", f"{parallel['cpu_ceiling']:.2f}x faster"),
