@@ -25,6 +25,7 @@ from .items import (
     CassetteItem,
     Collected,
     is_collectable,
+    only_cassettes_under,
     plain_case,
 )
 from .marker import MarkerOptions, item_cassette, item_options
@@ -113,6 +114,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     collected: CassetteFile = CassetteFile.from_parent(parent, path=file_path)
     collected.case = case
     return collected
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    settings = config.stash[SETTINGS_KEY]
+    # with cassette items off, a folder of nothing but cassettes and goldens holds no test
+    if not settings.collect and only_cassettes_under(collection_path, root=config.rootpath,
+                                                     cassette_dir=settings.cassette_dir):
+        return True
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
