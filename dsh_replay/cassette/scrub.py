@@ -19,11 +19,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
 
 import orjson
 
 from ..wire.credentials import (
+    CREDENTIAL_BODY_FIELD_ENDINGS,
     CREDENTIAL_BODY_FIELDS,
     CREDENTIAL_HEADER_PATTERNS,
     CREDENTIAL_HEADERS,
@@ -31,6 +32,7 @@ from ..wire.credentials import (
     HARMLESS_HEADER_PATTERNS,
     REDACTED,
     RESPONSE_CREDENTIAL_HEADERS,
+    form_pairs,
 )
 from .interaction import Interaction
 
@@ -83,8 +85,9 @@ class Scrubber:
 
     Headers named in ``request_headers`` / ``response_headers`` or matching
     ``header_patterns`` (unless they match ``harmless_headers``), the URL's
-    userinfo and the query parameters in ``query_parameters``, and JSON request
-    body fields named in ``body_fields`` at any depth. Every value taken out of
+    userinfo and the query parameters in ``query_parameters``, JSON request body
+    fields named in ``body_fields`` or ending in ``body_field_endings`` at any
+    depth, and such fields of a form-encoded body. Every value taken out of
     a request is then masked wherever it reappears in that interaction's
     response (:meth:`mask`). ``body_filters`` are callables ``(part, body) ->
     body`` where ``part`` is ``"request"`` or ``"response"``, for secrets only
@@ -97,6 +100,7 @@ class Scrubber:
     harmless_headers: tuple[str, ...] = HARMLESS_HEADER_PATTERNS
     query_parameters: frozenset[str] = DEFAULT_QUERY_PARAMETERS
     body_fields: frozenset[str] = DEFAULT_BODY_FIELDS
+    body_field_endings: tuple[str, ...] = CREDENTIAL_BODY_FIELD_ENDINGS
     body_filters: tuple[BodyFilter, ...] = ()
 
     def request(self, uri: str, headers: Iterable[tuple[str, str]], body: bytes) -> ScrubbedRequest:
@@ -163,15 +167,31 @@ class Scrubber:
     def _body_fields(self, body: bytes, removed: list[str]) -> bytes:
         # the cheap test first: nearly every request body names none of the fields
         lowered = body.lower()
-        if not any(quoted in lowered for quoted in _quoted(frozenset(self.body_fields))):
-            return body
-        try:
-            data = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return body
-        before = len(removed)
-        data = self._redact_fields(data, removed)
-        return orjson.dumps(data) if len(removed) > before else body
+        json_names, form_names = _field_marks(frozenset(self.body_fields), tuple(self.body_field_endings),
+                                              frozenset(self.query_parameters))
+        if any(mark in lowered for mark in json_names):
+            try:
+                data = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                pass
+            else:
+                before = len(removed)
+                data = self._redact_fields(data, removed)
+                return orjson.dumps(data) if len(removed) > before else body
+        if any(mark in lowered for mark in form_names) and (pairs := form_pairs(body.decode("latin-1"))):
+            # a form is a query string in the body: its credentials are named as either's are
+            secret = [self._is_field(key) or key.lower() in self.query_parameters for key, _ in pairs]
+            hits = [value for (_, value), is_secret in zip(pairs, secret, strict=True)
+                    if is_secret and value not in ("", REDACTED)]
+            if hits:
+                removed += hits
+                return urlencode([(key, REDACTED if is_secret and value else value)
+                                  for (key, value), is_secret in zip(pairs, secret, strict=True)]).encode("ascii")
+        return body
+
+    def _is_field(self, name: str) -> bool:
+        lowered = name.lower()
+        return lowered in self.body_fields or lowered.endswith(tuple(self.body_field_endings))
 
     def _redact_fields(self, value: Any, removed: list[str]) -> Any:
         if isinstance(value, list):
@@ -180,12 +200,22 @@ class Scrubber:
             return value
         out = {}
         for key, item in value.items():
-            if key.lower() in self.body_fields and isinstance(item, str) and item not in ("", REDACTED):
+            if self._is_field(key) and isinstance(item, str) and item not in ("", REDACTED):
                 removed.append(item)
                 out[key] = REDACTED
             else:
                 out[key] = self._redact_fields(item, removed)
         return out
+
+
+@functools.lru_cache(maxsize=64)
+def _field_marks(fields: frozenset[str], endings: tuple[str, ...], parameters: frozenset[str],
+                 ) -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
+    """How a credential field's name ends in a JSON body (``api_key"``) and in a form body (``api_key=``;
+    a query parameter's name too), lowered: a body holding none of them has no such field."""
+    names = {*fields, *endings}
+    return (tuple(f'{name}"'.encode() for name in sorted(names)),
+            tuple(f"{name}=".encode() for name in sorted(names | parameters)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -203,15 +233,12 @@ def _any_of(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
     return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns) or "(?!)").fullmatch
 
 
-@functools.lru_cache(maxsize=64)
-def _quoted(fields: frozenset[str]) -> tuple[bytes, ...]:
-    """The field names as they appear in JSON, lowered: ``"api_key"``."""
-    return tuple(f'"{name}"'.encode() for name in sorted(fields))
-
-
 def _echo_forms(value: str) -> list[str]:
-    """The forms in which a removed value can come back: whole, and its pieces (``Bearer <token>``, cookies)."""
-    forms = [value, *_VALUE_PIECES.findall(value)]
+    """The forms in which a removed value can come back: whole, its pieces (``Bearer <token>``, cookies),
+    and each percent-encoded as a URL would carry it (a signed URL's ``sig`` quoted in a ``Location``)."""
+    pieces = [value, *_VALUE_PIECES.findall(value)]
+    forms = [*pieces, *(encoded for piece in pieces for encoded in (quote(piece, safe=""), quote_plus(piece))
+                        if encoded != piece)]
     return [form for form in forms if len(form) >= _ECHO_MIN_LENGTH and form != REDACTED]
 
 

@@ -17,12 +17,14 @@ import orjson
 
 __all__ = [
     "CREDENTIAL_BODY_FIELDS",
+    "CREDENTIAL_BODY_FIELD_ENDINGS",
     "CREDENTIAL_HEADERS",
     "CREDENTIAL_HEADER_PATTERNS",
     "CREDENTIAL_QUERY_PARAMETERS",
     "HARMLESS_HEADER_PATTERNS",
     "REDACTED",
     "RESPONSE_CREDENTIAL_HEADERS",
+    "form_pairs",
     "is_credential_body_field",
     "is_credential_header",
     "is_credential_parameter",
@@ -40,23 +42,42 @@ CREDENTIAL_HEADERS = frozenset(
 #: response headers that carry one (a session cookie, a key a gateway echoes back)
 RESPONSE_CREDENTIAL_HEADERS = frozenset(("set-cookie", "x-api-key"))
 
-#: any header named like these carries one too: ``x-portkey-api-key``, ``x-amz-security-token``,
+#: any header named like these carries one too: ``x-portkey-api-key``, Azure's
+#: ``Ocp-Apim-Subscription-Key`` and ``x-functions-key``, ``x-apikey``, ``x-amz-security-token``,
 #: ``x-auth-token``, ``x-client-secret``
-CREDENTIAL_HEADER_PATTERNS = ("*-api-key", "*-token", "*-secret")
+CREDENTIAL_HEADER_PATTERNS = ("*-key", "*apikey", "*-token", "*-secret")
 
-#: names the patterns would catch that carry no secret (rate-limit counters, API versions)
-HARMLESS_HEADER_PATTERNS = ("*ratelimit*", "*-version", "x-stainless-*")
+#: names the patterns would catch that carry no secret (rate-limit counters, API versions, a
+#: request's idempotency key, a WebSocket handshake's nonce)
+HARMLESS_HEADER_PATTERNS = ("*ratelimit*", "*-version", "x-stainless-*", "idempotency-key", "sec-websocket-key")
 
-#: query parameters that carry a credential (lower case): API keys (Gemini's ``key``),
-#: OAuth tokens, signed URLs (Azure SAS ``sig``, AWS SigV4 ``X-Amz-*``)
+#: query parameters that carry a credential (lower case): API keys (Gemini's ``key``, Azure API
+#: Management's ``subscription-key``), OAuth tokens, signed URLs (Azure SAS ``sig``, AWS SigV4 ``X-Amz-*``)
 CREDENTIAL_QUERY_PARAMETERS = frozenset((
-    "key", "api_key", "apikey", "api-key", "access_token", "token", "client_secret",
+    "key", "api_key", "apikey", "api-key", "x-api-key", "subscription-key", "subscription_key",
+    "access_token", "access-token", "auth_token", "authtoken", "token", "client_secret",
     "sig", "signature", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
 ))
 
-#: JSON body fields that carry a credential (compared in lower case, so ``apiKey`` too):
+#: JSON and form body fields that carry a credential (compared in lower case, so ``apiKey`` too):
 #: some gateways take the key in the body
-CREDENTIAL_BODY_FIELDS = frozenset(("api_key", "apikey", "access_token", "password", "client_secret"))
+CREDENTIAL_BODY_FIELDS = frozenset((
+    "api_key", "apikey", "access_token", "auth_token", "refresh_token", "token", "password", "secret",
+    "client_secret", "private_key", "subscription_key",
+))
+
+#: any body field whose name ends like these carries one too (lower case): ``openai_api_key``,
+#: ``openaiApiKey``, ``session_token``, ``webhook_secret``
+CREDENTIAL_BODY_FIELD_ENDINGS = ("api_key", "apikey", "_token", "_secret", "-key")
+
+
+# A form-encoded body (``a=1&b=two``): names and values of URL characters and escapes, no spaces or lines.
+_FORM = re.compile(r"[\w.~%+*-]+=[\w.~%+*/=:-]*(?:&[\w.~%+*-]+=[\w.~%+*/=:-]*)*", re.ASCII)
+
+
+def form_pairs(body: str) -> list[tuple[str, str]] | None:
+    """The (name, value) pairs of a form-encoded body, or None when ``body`` is none."""
+    return parse_qsl(body, keep_blank_values=True) if _FORM.fullmatch(body) else None
 
 
 def is_credential_header(name: str, *, response: bool = False) -> bool:
@@ -75,8 +96,9 @@ def is_credential_parameter(name: str) -> bool:
 
 
 def is_credential_body_field(name: str) -> bool:
-    """Whether a JSON body field of this name carries a credential."""
-    return name.lower() in CREDENTIAL_BODY_FIELDS
+    """Whether a JSON or form body field of this name carries a credential."""
+    lowered = name.lower()
+    return lowered in CREDENTIAL_BODY_FIELDS or lowered.endswith(CREDENTIAL_BODY_FIELD_ENDINGS)
 
 
 # A field's own name and the name of what holds it: ``interactions[0].request.headers.x-auth-token[0]``
@@ -100,7 +122,7 @@ def unscrubbed_credentials(text: str, field: str) -> Iterator[tuple[str, str, st
     parent, name = found.group(1) or "", found.group(2)
     if parent.lower() == "headers" and (is_credential_header(name) or is_credential_header(name, response=True)):
         yield "credential header", field, text
-    elif is_credential_body_field(name):
+    elif parent.lower() != "headers" and is_credential_body_field(name):
         yield "credential field", field, text
     elif name == "uri":
         yield from _url_credentials(text, field)
@@ -110,6 +132,10 @@ def unscrubbed_credentials(text: str, field: str) -> Iterator[tuple[str, str, st
         except orjson.JSONDecodeError:
             return
         yield from _json_credentials(data, field)
+    elif name == "body" and parent == "request" and (pairs := form_pairs(text)):
+        for key, value in pairs:
+            if (is_credential_body_field(key) or is_credential_parameter(key)) and not _placeholder(value):
+                yield "credential field", f"{field} (form {key})", value
 
 
 # What stands where a credential would: nothing, the mask (after an auth scheme

@@ -69,7 +69,7 @@ def test_url_userinfo_is_scrubbed_and_still_matches(emu: ProviderEmulator, tmp_p
 @pytest.mark.parametrize(
     "name",
     ["key", "api_key", "apikey", "api-key", "access_token", "token", "client_secret", "sig", "signature",
-     "X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token"],
+     "X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token", "subscription-key", "auth_token"],
 )
 def test_every_credential_query_parameter_is_scrubbed(emu: ProviderEmulator, tmp_path: Path, name: str) -> None:
     emu.add("GET", "/v1/models", ScriptedResponse.json({"data": []}))
@@ -83,12 +83,14 @@ def test_every_credential_query_parameter_is_scrubbed(emu: ProviderEmulator, tmp
 
 
 @pytest.mark.parametrize(
-    "name", ["x-amz-security-token", "x-auth-token", "x-portkey-api-key", "x-client-secret", "X-Custom-Api-Key"]
+    "name", ["x-amz-security-token", "x-auth-token", "x-portkey-api-key", "x-client-secret", "X-Custom-Api-Key",
+             "Ocp-Apim-Subscription-Key", "x-functions-key", "x-apikey"]
 )
 def test_any_api_key_token_or_secret_header_is_scrubbed(emu: ProviderEmulator, tmp_path: Path, name: str) -> None:
     emu.add("POST", PATH, ScriptedResponse.streaming(SSE))
     path = tmp_path / "headers.yaml"
-    harmless = {"anthropic-version": "2023-06-01", "x-ratelimit-limit-tokens": "40000-token"}
+    harmless = {"anthropic-version": "2023-06-01", "x-ratelimit-limit-tokens": "40000-token",
+                "idempotency-key": "retry-of-call-000123"}
     with use_cassette(path, "once"), httpx.Client() as client:
         client.post(emu.url(PATH), json={}, headers={name: SECRET, **harmless})
     text, cassette = _recorded(path)
@@ -111,7 +113,8 @@ def test_response_credential_headers_are_scrubbed(emu: ProviderEmulator, tmp_pat
     assert headers["x-ratelimit-remaining-tokens"] == "39000"
 
 
-@pytest.mark.parametrize("field", ["api_key", "apiKey", "access_token", "password", "client_secret"])
+@pytest.mark.parametrize("field", ["api_key", "apiKey", "access_token", "password", "client_secret", "token",
+                                   "openai_api_key", "openaiApiKey", "session_token", "webhook_secret"])
 def test_json_body_credential_fields_are_scrubbed_at_any_depth(emu: ProviderEmulator, tmp_path: Path, field: str) -> None:
     emu.add("POST", PATH, ScriptedResponse.streaming(SSE))
     path = tmp_path / "body.yaml"
@@ -126,6 +129,27 @@ def test_json_body_credential_fields_are_scrubbed_at_any_depth(emu: ProviderEmul
     with use_cassette(path) as replay, httpx.Client() as client:
         client.post(emu.url(PATH), json={**body, "auth": {field: "another-secret-5678"}})
     assert replay.played == 1
+
+
+@pytest.mark.parametrize("field", ["api_key", "apiKey", "auth_token", "key"])
+def test_form_body_credential_fields_are_scrubbed(emu: ProviderEmulator, tmp_path: Path, field: str) -> None:
+    emu.add("POST", PATH, ScriptedResponse.streaming(SSE))
+    path = tmp_path / "form.yaml"
+    with use_cassette(path, "once"), httpx.Client() as client:
+        client.post(emu.url(PATH), data={"model": "m", field: SECRET, "max_tokens": "5"})
+    text, cassette = _recorded(path)
+    assert SECRET not in text
+    assert cassette.interactions[0].request.body == f"model=m&{field}={REDACTED}&max_tokens=5".encode()
+    with use_cassette(path) as replay, httpx.Client() as client:  # another key still matches
+        client.post(emu.url(PATH), data={"model": "m", field: "another-secret-5678", "max_tokens": "5"})
+    assert replay.played == 1
+
+
+def test_a_body_that_only_looks_like_a_form_is_left_as_it_is() -> None:
+    scrubber = Scrubber()
+    for body in (b"the token= is not a form, it has spaces", b'{"max_tokens": 5, "token_budget": 9}',
+                 b"max_tokens=5&stream=true"):
+        assert scrubber.request("https://api.test/v1", [], body).body == body
 
 
 # -- what comes back ---------------------------------------------------------------
@@ -143,6 +167,21 @@ def test_a_key_quoted_by_a_401_is_masked_in_the_body(emu: ProviderEmulator, tmp_
     assert cassette.interactions[0].body == quoted.replace(SECRET.encode(), REDACTED.encode())
     assert session.scrubbed == 2  # the header, and the echo
     assert _scan(path)[0] == 0
+
+
+def test_a_scrubbed_query_value_quoted_back_percent_encoded_is_masked(emu: ProviderEmulator, tmp_path: Path) -> None:
+    sig = "sv/Zq7+Rb3Nd8Lk2Wp5Xs9Jf4Hc6=="  # a SAS signature: '/', '+' and '=' travel escaped
+    escaped = "sv%2FZq7%2BRb3Nd8Lk2Wp5Xs9Jf4Hc6%3D%3D"
+    body = json.dumps({"error": {"message": f"expired: https://blob.test/c?sig={escaped}"}}).encode()
+    emu.add("GET", "/c", ScriptedResponse(status=403, fragments=[body],
+                                          headers={"location": f"https://blob.test/c?sig={escaped}"}))
+    path = tmp_path / "sas.yaml"
+    with use_cassette(path, "once"), httpx.Client() as client:
+        client.get(emu.url("/c"), params={"sig": sig})
+    text, cassette = _recorded(path)
+    assert escaped not in text and sig not in text
+    assert dict(cassette.interactions[0].headers)["location"] == f"https://blob.test/c?sig={REDACTED}"
+    assert cassette.interactions[0].body == body.replace(escaped.encode(), REDACTED.encode())
 
 
 def test_an_echo_in_a_header_and_across_fragments_keeps_the_fragmentation(emu: ProviderEmulator, tmp_path: Path) -> None:
@@ -226,9 +265,18 @@ def _unscrubbed_cassette(path: Path, *, uri: str = "https://api.example.com/v1/c
         ({"body": json.dumps({"password": SECRET})}, "credential field"),
         ({"response": json.dumps({"error": {"message": f"Incorrect API key provided: {SECRET}"}})},
          "API key quoted in an error"),
+        ({"uri": f"https://apim.example.net/v1?subscription-key={SECRET}"},
+         "credential query parameter 'subscription-key'"),
+        ({"request_headers": {"Ocp-Apim-Subscription-Key": [SECRET]}}, "credential header"),
+        ({"request_headers": {"x-apikey": [SECRET]}}, "credential header"),
+        ({"body": json.dumps({"openai_api_key": SECRET})}, "credential field"),
+        ({"body": json.dumps({"token": SECRET})}, "credential field"),
+        ({"body": f"model=m&api_key={SECRET}"}, "credential field"),
+        ({"body": f"model=m&key={SECRET}&stream=true"}, "credential field"),
     ],
     ids=["userinfo", "apikey", "api-key", "access_token", "sig", "x-amz", "h-amz", "h-auth-token", "h-portkey",
-         "resp-x-api-key", "body-api_key", "body-apiKey-nested", "body-password", "echo-401"],
+         "resp-x-api-key", "body-api_key", "body-apiKey-nested", "body-password", "echo-401", "subscription-key",
+         "h-apim", "h-x-apikey", "body-openai_api_key", "body-token", "form-api_key", "form-key"],
 )
 def test_scan_finds_a_credential_by_where_it_is(tmp_path: Path, kwargs: dict[str, object], kind: str) -> None:
     path = _unscrubbed_cassette(tmp_path / "leaky.yaml", **kwargs)  # type: ignore[arg-type]
@@ -244,7 +292,8 @@ def test_scan_leaves_scrubbed_and_harmless_values_alone(tmp_path: Path) -> None:
     path = _unscrubbed_cassette(
         tmp_path / "clean.yaml",
         uri=f"https://user:{REDACTED}@api.example.com/v1?key={REDACTED}&alt=sse&page=2",
-        request_headers={"authorization": [REDACTED], "anthropic-version": ["2023-06-01"], "x-auth-token": [REDACTED]},
+        request_headers={"authorization": [REDACTED], "anthropic-version": ["2023-06-01"], "x-auth-token": [REDACTED],
+                         "idempotency-key": ["retry-of-call-000123"]},
         response_headers={"x-ratelimit-remaining-tokens": ["39000"], "anthropic-ratelimit-tokens-reset": ["now"]},
         body=json.dumps({"model": "m", "api_key": REDACTED, "max_tokens": 5}),
         response="Incorrect API key provided: sk-test-********************1234",
@@ -275,8 +324,8 @@ def test_scan_knows_more_key_shapes(tmp_path: Path, kind: str, secret: str) -> N
 
 def test_header_decisions_follow_each_scrubbers_own_names_even_given_as_a_plain_set() -> None:
     plain = Scrubber()
-    custom = Scrubber(request_headers={"x-house-key"})  # a set, not a frozenset
-    headers = [("X-House-Key", KEY), ("Authorization", f"Bearer {KEY}"), ("Accept", "text/event-stream")]
+    custom = Scrubber(request_headers={"x-house-pass"})  # a set, not a frozenset
+    headers = [("X-House-Pass", KEY), ("Authorization", f"Bearer {KEY}"), ("Accept", "text/event-stream")]
     for _ in range(2):  # the second time from what was remembered
         assert [v for _, v in custom.request("https://api.test/v1", headers, b"{}").headers] == [
             REDACTED, f"Bearer {KEY}", "text/event-stream"]
