@@ -227,9 +227,16 @@ def _llm_call(item: ForeignInteraction) -> bool:
 
 
 def shown_uri(uri: str) -> str:
-    """``uri`` without its userinfo, for a message."""
-    parts = urlsplit(uri)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}" + (f"?{parts.query}" if parts.query else "")
+    """``uri`` for a message: no userinfo, no credential in its query or of a known shape anywhere.
+
+    A plain cassette was never scrubbed, and its messages go into ``check``'s
+    JSON, JUnit XML and reports, which CI keeps.
+    """
+    from .secrets import redact  # a message about a plain cassette only
+
+    parts = urlsplit(Scrubber().uri(uri)[0])
+    return redact(f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+                  + (f"?{parts.query}" if parts.query else ""))
 
 
 def _vcr_request(method: str, uri: str, body: bytes, headers: list[tuple[str, str]]) -> VcrRequest:

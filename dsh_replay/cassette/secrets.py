@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 from ..wire.credentials import unscrubbed_credentials
 
-__all__ = ["Located", "SecretHit", "find_file_secrets", "find_secrets", "mask"]
+__all__ = ["Located", "SecretHit", "find_file_secrets", "find_secrets", "mask", "redact"]
 
 # -- scanning ------------------------------------------------------------------
 
@@ -103,6 +103,29 @@ class SecretHit:
 def mask(secret: str) -> str:
     """Show just enough of a secret to find it, never enough to use it."""
     return secret[:8] + "…" if len(secret) > 8 else "…"
+
+
+def redact(text: str, removed: Iterable[str] = ()) -> str:
+    """``text`` (a message about a request) with ``removed`` and every credential-shaped string in it masked.
+
+    For messages that quote a live request, which was scrubbed of what the
+    scrubber knows and may hold a key it does not (a JSON field of no known
+    name, the body of a request that matched nothing): printed by a CI job, a
+    message is as public as a committed file. A key that only a decoded view
+    of the text shows (``sk%2Dproj…``) masks that view, which then stands for
+    the text.
+    """
+    for value in sorted(removed, key=len, reverse=True):
+        if len(value) >= 8 and value in text:
+            text = text.replace(value, "REDACTED")
+    for view in (text, _percent_decoded(text), _unescaped(text)):
+        # a key glued to a word ("/bot<key>/") is masked too: a message may lose a word, never keep a key
+        secrets = [secret for _, secret in _matches(view, inside_words=True)]
+        if secrets and view is not text:
+            text = view
+        for secret in sorted(secrets, key=len, reverse=True):
+            text = text.replace(secret, "REDACTED")
+    return text
 
 
 def find_secrets(value: object, field: str = "") -> Iterator[SecretHit]:
@@ -212,7 +235,7 @@ def _unescape_one(match: re.Match[str]) -> str:
     return _JSON_ESCAPES.get(escape, escape)
 
 
-def _matches(text: str) -> Iterator[tuple[str, str]]:
+def _matches(text: str, *, inside_words: bool = False) -> Iterator[tuple[str, str]]:
     # One match per secret: the patterns run most specific first, and a match
     # overlapping one already taken (sk-ant-… is also sk-…, "Bearer sk-…" is
     # also a bearer token) is the same secret.
@@ -226,7 +249,8 @@ def _matches(text: str) -> Iterator[tuple[str, str]]:
         for match in found:
             group = "secret" if "secret" in pattern.groupindex else 0
             start, end = match.span(group)
-            if not _starts_word(text, start) or any(start < t_end and t_start < end for t_start, t_end in taken):
+            if (not inside_words and not _starts_word(text, start)) or any(
+                    start < t_end and t_start < end for t_start, t_end in taken):
                 continue
             taken.append((start, end))
             yield kind, match.group(group)

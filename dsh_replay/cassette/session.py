@@ -199,8 +199,12 @@ class CassetteSession:
                         fault=fault, path=str(self.path), is_async=is_async,
                     )
         if not self._can_record:
+            from .secrets import redact  # a failing replay only
+
+            # the message quotes this live request: a key the scrubber missed must not reach a CI log
+            mismatch = describe_mismatch(wanted, [i for i in self._loaded if not i.played] or self._loaded, self.matchers)
             raise CassetteError(
-                f"cassette {self.path}: {describe_mismatch(wanted, [i for i in self._loaded if not i.played] or self._loaded, self.matchers)}\n"
+                f"cassette {self.path}: {redact(mismatch, self.removed)}\n"
                 "If the request changed on purpose, re-record: --record-mode=rewrite",
                 path=str(self.path),
             )

@@ -268,3 +268,45 @@ def test_fields_are_reported_in_document_order() -> None:
     key = "sk-test-51Hx9QmZkP2vL8rT4wY7nB3c"
     value = {"b": [key, {"c": key}], "a": key}
     assert [hit.field for hit in find_secrets(value)] == ["b[0]", "b[1].c", "a"]
+
+
+# -- what a failing replay prints --------------------------------------------------
+
+
+LIVE = "sk-proj-" + "Zq7Rb3Nd8Lk2Wp5Xs9Jf4Hc6Mv1Tq"  # the key a developer's environment holds
+
+
+@pytest.mark.parametrize(
+    ("recorded", "live"),
+    [
+        ({"json": {"model": "m", "gateway_credential": "placeholder"}},
+         {"json": {"model": "m", "gateway_credential": LIVE}}),  # a JSON field of no known name
+        ({"data": {"model": "m", "note": "placeholder"}}, {"data": {"model": "m", "note": LIVE}}),  # a form body
+        ({"json": {"model": "m"}}, {"json": {"model": "m", "quoted": f"sk%2Dproj%2D{LIVE[8:]}"}}),  # escaped
+    ],
+    ids=["json-field", "form-field", "percent-escaped"],
+)
+def test_a_mismatch_message_never_quotes_a_live_key(
+    emu: ProviderEmulator, tmp_path: Path, recorded: dict[str, object], live: dict[str, object]
+) -> None:
+    emu.add("POST", "/v1/chat/completions", ScriptedResponse.streaming(b"data: [DONE]\n\n"))
+    path = tmp_path / "mismatch.yaml"
+    with use_cassette(path, "once"), httpx.Client() as client:
+        client.post(emu.url("/v1/chat/completions"), **recorded)  # type: ignore[arg-type]
+    with use_cassette(path), httpx.Client() as client, pytest.raises(CassetteError) as raised:
+        client.post(emu.url("/v1/chat/completions"), **live)  # type: ignore[arg-type]
+    message = str(raised.value)
+    assert "no recorded interaction matches" in message and "differs in: body" in message
+    assert LIVE not in message and LIVE[8:] not in message
+    assert "REDACTED" in message
+
+
+def test_a_mismatch_message_masks_a_key_in_the_url_path(emu: ProviderEmulator, tmp_path: Path) -> None:
+    emu.add("POST", "/v1/chat/completions", ScriptedResponse.streaming(b"data: [DONE]\n\n"))
+    path = tmp_path / "mismatch.yaml"
+    with use_cassette(path, "once"), httpx.Client() as client:
+        client.post(emu.url("/v1/chat/completions"), json={})
+    with use_cassette(path), httpx.Client() as client, pytest.raises(CassetteError) as raised:
+        client.post(emu.url(f"/bot{LIVE}/chat/completions"), json={})
+    assert LIVE not in str(raised.value)
+    assert "/botREDACTED/chat/completions" in str(raised.value)

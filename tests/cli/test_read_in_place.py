@@ -114,6 +114,22 @@ def test_a_call_that_cannot_be_read_fails_its_row_naming_the_interaction(project
     assert "is not the anthropic endpoint" in result.out
 
 
+def test_a_key_in_a_plain_cassettes_url_stays_out_of_every_output(project: Path) -> None:
+    key = "AIza" + "SyZq7Rb3Nd8Lk2Wp5Xs9Jf4Hc6Mv1Tq0"
+    path = project / "plain" / "openai" / Path(OPENAI).name
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("/v1/chat/completions", f"/v1/chat/completions?key={key}&alt=sse"), encoding="utf-8")
+    # read as Anthropic's: every call fails its row, naming the request
+    result = run("check", "--route", "anthropic", "--json", "plain/openai")
+    junit = run("check", "--route", "anthropic", "--junit-xml", "out.xml", "plain/openai")
+    assert result.code == junit.code == 1
+    assert "key=REDACTED&alt=sse" in result.out
+    for output in (result.out, result.err, junit.out, junit.err, (project / "out.xml").read_text(encoding="utf-8")):
+        assert key not in output
+    imported = run("import", "plain/openai", "--route", "anthropic", "--out", "imported")
+    assert key not in imported.out + imported.err
+
+
 def test_an_unknown_route_is_refused_before_anything_is_read(project: Path) -> None:
     result = run("check", "--route", "opneai", "plain")
     assert result.code == 2
