@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from ..errors import CassetteError
+from .content_coding import UndecodableBody, content_encodings, decode_content
 from .yaml_file import load_yaml
 
 __all__ = [
@@ -235,34 +236,15 @@ def _base64(text: Any) -> bytes:
 
 def _decoded(body: bytes, headers: list[tuple[str, str]], notes: list[str], part: str) -> bytes:
     """``body`` with its content-encoding undone (a gzip body without the header too)."""
-    encodings = [e.strip().lower() for k, v in headers if k.lower() == "content-encoding" for e in v.split(",")]
-    encodings = [e for e in encodings if e and e != "identity"]
+    encodings = content_encodings(headers)
     if not encodings and body.startswith(_GZIP_MAGIC):
         encodings = ["gzip"]  # some serializers drop the header and keep the bytes
-    for encoding in reversed(encodings):  # the last one applied is undone first
-        body = _undo(encoding, body, part)
-        notes.append(f"{part} body was {encoding}-encoded; it is stored decoded")
-    return body
-
-
-def _undo(encoding: str, body: bytes, part: str) -> bytes:
     try:
-        if encoding in ("gzip", "x-gzip"):
-            return gzip.decompress(body)
-        if encoding == "deflate":
-            try:
-                return zlib.decompress(body)
-            except zlib.error:
-                return zlib.decompress(body, -zlib.MAX_WBITS)  # raw deflate, as some servers send
-    except (OSError, EOFError, zlib.error) as exc:
-        raise _Undecodable(f"its {part} body does not decode as {encoding} ({exc})") from None
-    if encoding == "br":
-        try:
-            import brotli  # type: ignore[import-not-found,unused-ignore]  # optional
-        except ImportError:
-            raise _Undecodable(f"its {part} body is brotli-encoded; install the brotli package to read it") from None
-        return bytes(brotli.decompress(body))
-    raise _Undecodable(f"its {part} body has content-encoding {encoding!r}, which this reader does not decode")
+        body = decode_content(body, encodings, part)
+    except UndecodableBody as exc:
+        raise _Undecodable(str(exc)) from None
+    notes += [f"{part} body was {encoding}-encoded; it is stored decoded" for encoding in reversed(encodings)]
+    return body
 
 
 # -- inferred fragments ----------------------------------------------------------------

@@ -19,15 +19,18 @@ import binascii
 import bisect
 import functools
 import re
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote
 
 from ..wire.credentials import unscrubbed_credentials
+from .content_coding import UndecodableBody, content_encodings, decode_content, inflate_sniffed
 
-__all__ = ["Located", "SecretHit", "find_file_secrets", "find_secrets", "mask", "redact"]
+if TYPE_CHECKING:
+    from .interaction import Interaction
+
+__all__ = ["Located", "SecretHit", "encoded_body_secrets", "find_file_secrets", "find_secrets", "mask", "redact"]
 
 # -- scanning ------------------------------------------------------------------
 
@@ -199,13 +202,50 @@ def _string_secrets(text: str, field: str) -> Iterator[_Found]:
         if not any(hit[2] in seen or seen in hit[2] for _, seen in found):
             found.append((hit[0], hit[2]))
             yield hit
-    for view, decoded in (("percent-decoded", _percent_decoded(text)), ("unescaped", _unescaped(text))):
+    for view, decoded in (("percent-decoded", _percent_decoded(text)), ("unescaped", _unescaped(text)),
+                          ("base64-decoded", _base64_decoded(text))):
         if decoded == text:
             continue
         for kind, secret in _matches(decoded):
             if not any(secret in seen or seen in secret for _, seen in found):
                 found.append((kind, secret))
                 yield kind, f"{field} ({view})", secret
+
+
+# A run of base64 in a value ("Basic dXNlcjpzay1w…", a key a gateway takes encoded): 32 characters at least,
+# as for files on disk (see ``_BASE64_RUN`` there, which also joins the lines of a folded ``!!binary``).
+# Found with a byte map and a search for 32 letters in a row, not a regular expression: the engine
+# would try a character class at every position of a multi-megabyte body (15 ns a byte, five times this).
+_BASE64_LETTERS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_BASE64_MAP = bytes(ord("a") if byte in _BASE64_LETTERS else ord(" ") for byte in range(256))
+_BASE64_START = b"a" * 32
+
+
+#: the characters mapped at once (a 16 MiB decompressed body is read in windows, not copied whole twice)
+_BASE64_WINDOW = 1 << 20
+
+
+def _base64_decoded(text: str) -> str:
+    """The base64 runs of ``text`` decoded, one per line ("" when none decodes): what a key hides in."""
+    decoded: list[str] = []
+    start = 0
+    while start < len(text):
+        # ASCII with "?" for the rest: a byte per character, and no base64 letter lost
+        raw = text[start : start + _BASE64_WINDOW].encode("ascii", "replace")
+        mapped = raw.translate(_BASE64_MAP)
+        last = len(raw)
+        if start + last < len(text):  # a run the window cuts is read whole with the next window
+            last = mapped.rfind(b" ") + 1 or last
+        at = mapped.find(_BASE64_START, 0, last)
+        while at != -1:  # the first 32 letters in a row found are a run's start: runs are as long as they go
+            end = mapped.find(b" ", at, last)
+            end = last if end == -1 else end
+            data = _base64(raw[at:end].decode("ascii"))
+            if data:
+                decoded.append(data.decode("utf-8", "replace"))
+            at = mapped.find(_BASE64_START, end, last)
+        start += last
+    return "\n".join(decoded)
 
 
 def _percent_decoded(text: str) -> str:
@@ -271,61 +311,40 @@ def _found_at(pattern: re.Pattern[str], text: str, lowered: str, words: re.Patte
 
 # -- compressed bodies ---------------------------------------------------------
 
-# A body recorded with Content-Encoding gzip or deflate is stored compressed
-# (as ``!!binary``), where an echoed key is invisible to the patterns. Only the
-# stdlib codecs are tried: gzip (magic 1f 8b) and zlib-wrapped deflate (RFC 1950
-# header); brotli would need a dependency and raw deflate has no header to tell
-# it from other binary data. The output is capped, so a zip bomb costs memory
-# in proportion to the cap and well under a second; what came out before the
-# cap, or before a truncated or damaged stream ends, is still scanned. One layer only:
-# a compressed body inside a compressed body is not HTTP's doing.
-_INFLATE_LIMIT = 16 << 20
-_INFLATE_CHUNK = 64 << 10
-
 
 def _bytes_secrets(data: bytes, field: str) -> Iterator[_Found]:
     yield from _string_secrets(data.decode("utf-8", "replace"), field)
-    codec = _codec(data)
-    if codec is not None:
-        name, wbits = codec
-        text = _inflate(data, wbits).decode("utf-8", "replace")
-        yield from _string_secrets(text, f"{field} (decompressed {name})")
+    inflated = inflate_sniffed(data)
+    if inflated is not None:
+        name, text = inflated
+        yield from _string_secrets(text.decode("utf-8", "replace"), f"{field} (decompressed {name})")
 
 
-def _codec(data: bytes) -> tuple[str, int] | None:
-    """The stdlib codec whose header ``data`` starts with, as (name, zlib wbits)."""
-    if data[:2] == b"\x1f\x8b":
-        return "gzip", 16 + zlib.MAX_WBITS
-    # RFC 1950: method 8 (deflate), window <= 32 KiB, header a multiple of 31
-    if len(data) >= 2 and data[0] & 0x0F == 8 and data[0] >> 4 <= 7 and int.from_bytes(data[:2], "big") % 31 == 0:
-        return "deflate", zlib.MAX_WBITS
-    return None
+def encoded_body_secrets(interaction: Interaction) -> Iterator[SecretHit]:
+    """Secrets in an interaction's bodies once their ``Content-Encoding`` is undone (before a write).
 
-
-def _inflate(data: bytes, wbits: int) -> bytearray:
-    """At most ``_INFLATE_LIMIT`` bytes of what ``data`` decompresses to, over concatenated members."""
-    out = bytearray()
-    while data and len(out) < _INFLATE_LIMIT:
-        data = _inflate_member(data, wbits, out)
-    return out
-
-
-def _inflate_member(data: bytes, wbits: int, out: bytearray) -> bytes:
-    """Add one compressed stream's output to ``out``, up to the limit; return the input after the stream.
-
-    Fed in chunks so that a stream damaged partway still gives what came before the damage.
+    The bytes themselves are scanned as they are stored (:func:`find_secrets`),
+    gzip and zlib sniffed; this reads each body as its headers say it was
+    coded, so raw deflate, brotli and zstd are read too. A request body is
+    judged by where its values are as well (a JSON or form field named like a
+    credential). A body that cannot be decoded cannot be vouched for: it is a
+    hit of its own, with the reason.
     """
-    inflater = zlib.decompressobj(wbits)
-    for at in range(0, len(data), _INFLATE_CHUNK):
+    request = interaction.request
+    parts = (("request", list(request.headers.items()), request.body), ("response", interaction.headers, interaction.body))
+    for part, headers, body in parts:
+        encodings = content_encodings((name, str(value)) for name, value in headers)
+        if not encodings or not body:
+            continue
+        field = f"{part}.body (decoded {', '.join(encodings)})"
+        raw = body.encode("utf-8", "surrogateescape") if isinstance(body, str) else bytes(body)
         try:
-            out += inflater.decompress(data[at : at + _INFLATE_CHUNK], _INFLATE_LIMIT - len(out))
-        except zlib.error:
-            return b""
-        if inflater.eof:
-            return inflater.unused_data + data[at + _INFLATE_CHUNK :]
-        if len(out) >= _INFLATE_LIMIT:
-            break
-    return b""
+            decoded = decode_content(raw, encodings, part).decode("utf-8", "replace")
+        except UndecodableBody as exc:
+            yield SecretHit("a body that cannot be scanned", field, f"{exc}; it cannot be checked for credentials")
+            continue
+        for kind, _, secret in _string_secrets(decoded, f"{part}.body"):
+            yield SecretHit(kind, field, mask(secret))
 
 
 # -- files on disk -------------------------------------------------------------

@@ -312,15 +312,15 @@ class Cassette:
 
     def check_secrets(self) -> None:
         """Refuse (``CassetteError``) if any credential-shaped string is left."""
-        from .secrets import find_secrets  # writes only: a replayed suite never imports the scan
+        from .secrets import encoded_body_secrets, find_secrets  # writes only: never in a replay
 
         for position, interaction in enumerate(self.interactions):
             raw = _interaction_to_dict(interaction, False, False)  # fragments: numbers only
-            for hit in find_secrets(raw):
+            for hit in (*find_secrets(raw), *encoded_body_secrets(interaction)):
                 raise CassetteError(
                     f"refusing to write cassette {self.path}: {hit.kind} found in interaction {position}, "
                     f"field {hit.field} ({hit.excerpt}). Scrub it with a header/query filter or a body filter, "
-                    "then record again.",
+                    "then record again." + (_COMPRESSED_HINT if "decoded" in hit.field or "decompressed" in hit.field else ""),
                     path=str(self.path),
                 )
         for hit in find_secrets(self.metadata, "dsh_replay"):
@@ -334,6 +334,11 @@ class Cassette:
         self.check_secrets()
         text = self.dumps()
         atomic_write(self.path, text.encode("utf-8"))
+
+
+#: a compressed body is kept as the server sent it, where no mask can reach what it quotes
+_COMPRESSED_HINT = (" The body is stored compressed, as the server sent it, so a key it quotes cannot be masked: "
+                    "record with an 'Accept-Encoding: identity' request header to get it uncompressed.")
 
 
 def _interaction_to_dict(interaction: Interaction, readable: bool, fragments: bool = True) -> dict[str, Any]:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from vcr.request import Request as VcrRequest
 
 from dsh_replay import CassetteError, Scrubber, use_cassette
+from dsh_replay.cassette import content_coding
+from dsh_replay.cassette.interaction import Interaction
 from dsh_replay.cassette.scrub import DEFAULT_REQUEST_HEADERS
-from dsh_replay.cassette.secrets import find_secrets, mask
+from dsh_replay.cassette.secrets import encoded_body_secrets, find_secrets, mask
 from dsh_replay.cassette.store import Cassette
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
@@ -111,16 +116,24 @@ def _gzip_echo() -> ScriptedResponse:
     return ScriptedResponse(status=401, headers={"content-encoding": "gzip"}, fragments=[gzip.compress(echo)])
 
 
+def _raw_deflate_echo() -> ScriptedResponse:
+    echo = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}"}}).encode()
+    squeeze = zlib.compressobj(wbits=-zlib.MAX_WBITS)  # no zlib header: nothing to tell it by
+    return ScriptedResponse(status=401, headers={"content-encoding": "deflate"},
+                            fragments=[squeeze.compress(echo) + squeeze.flush()])
+
+
 @pytest.mark.parametrize(
     ("response", "found"),
     [
         (_gzip_echo(), "OpenAI API key found in interaction 0, field response.body.string (decompressed gzip)"),
+        (_raw_deflate_echo(), "OpenAI API key found in interaction 0, field response.body.string (decompressed raw deflate)"),
         (ScriptedResponse(status=302, headers={"location": f"/v1/next?x=1&token=%3D{GOOGLE_KEY}"}),
          "Google API key found in interaction 0, field response.headers.location[0]"),
         (ScriptedResponse.streaming(SSE, headers={"x-proxy-auth": "bearer abc123def456ghi789jkl"}),
          "bearer token found in interaction 0, field response.headers.x-proxy-auth[0]"),
     ],
-    ids=["gzip-body", "percent-encoded-location", "lowercase-bearer"],
+    ids=["gzip-body", "raw-deflate-body", "percent-encoded-location", "lowercase-bearer"],
 )
 def test_a_key_the_raw_text_hides_still_refuses_the_write(
     emu: ProviderEmulator, tmp_path: Path, response: ScriptedResponse, found: str
@@ -131,6 +144,43 @@ def test_a_key_the_raw_text_hides_still_refuses_the_write(
         _post(client, emu.url(PATH), KEY, json={})
     assert f"{found} (" in str(caught.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_compressed_echo_is_refused_with_the_way_to_record_it_uncompressed(
+    emu: ProviderEmulator, tmp_path: Path
+) -> None:
+    emu.add("POST", PATH, _raw_deflate_echo())
+    with pytest.raises(CassetteError) as caught, use_cassette(tmp_path / "c.yaml", "once"), httpx.Client() as client:
+        _post(client, emu.url(PATH), KEY, json={})
+    assert "Accept-Encoding: identity" in str(caught.value)
+    assert KEY not in str(caught.value)
+
+
+def _coded(body: bytes, coding: str) -> Interaction:
+    request = VcrRequest("POST", "https://api.test/v1/chat/completions", b"{}", {})
+    return Interaction(request=request, status=401, reason="Unauthorized",
+                       headers=[("content-encoding", coding)], body=body)
+
+
+def test_a_body_in_a_coding_no_installed_module_decodes_cannot_be_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(content_coding._DECODERS, "br", lambda: None)  # as where neither brotli module is
+    hits = list(encoded_body_secrets(_coded(b"\x1b\x2a\x00", "br")))
+    assert [(hit.kind, hit.field) for hit in hits] == [("a body that cannot be scanned", "response.body (decoded br)")]
+    assert "install brotli or brotlicffi" in hits[0].excerpt
+    unknown = list(encoded_body_secrets(_coded(b"...", "x-house-coding")))
+    assert [hit.kind for hit in unknown] == ["a body that cannot be scanned"]
+    assert list(encoded_body_secrets(_coded(b"plain", "identity"))) == []
+
+
+def test_a_brotli_or_zstd_body_is_read_with_the_installed_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    echo = f"Incorrect API key provided: {KEY}".encode()
+    for coding in ("br", "zstd"):  # stand-ins for the modules: the bytes reversed are the "compressed" form
+        monkeypatch.setitem(content_coding._DECODERS, coding, lambda: lambda body: body[::-1])
+        hits = list(encoded_body_secrets(_coded(echo[::-1], coding)))
+        assert [(hit.kind, hit.field) for hit in hits] == [("OpenAI API key", f"response.body (decoded {coding})")]
+    # gzip inside br, as "Content-Encoding: gzip, br" says: undone last-applied first
+    hits = list(encoded_body_secrets(_coded(gzip.compress(echo)[::-1], "gzip, br")))
+    assert [hit.field for hit in hits] == ["response.body (decoded gzip, br)"]
 
 
 def test_a_gzip_body_without_a_key_is_written(emu: ProviderEmulator, tmp_path: Path) -> None:
@@ -310,3 +360,24 @@ def test_a_mismatch_message_masks_a_key_in_the_url_path(emu: ProviderEmulator, t
         client.post(emu.url(f"/bot{LIVE}/chat/completions"), json={})
     assert LIVE not in str(raised.value)
     assert "/botREDACTED/chat/completions" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("request_kwargs", "field"),
+    [
+        ({"headers": {"x-forwarded-authorization": "Basic " + base64.b64encode(f"user:{LIVE}".encode()).decode()}},
+         "request.headers.x-forwarded-authorization[0] (base64-decoded)"),
+        ({"json": {"model": "m", "credentials": base64.b64encode(LIVE.encode()).decode()}},
+         "request.body (base64-decoded)"),
+    ],
+    ids=["basic-in-a-custom-header", "encoded-in-a-body-field"],
+)
+def test_a_key_in_base64_refuses_the_write(
+    emu: ProviderEmulator, tmp_path: Path, request_kwargs: dict[str, object], field: str
+) -> None:
+    emu.add("POST", "/v1/chat/completions", ScriptedResponse.streaming(b"data: [DONE]\n\n"))
+    path = tmp_path / "encoded.yaml"
+    with pytest.raises(CassetteError) as caught, use_cassette(path, "once"), httpx.Client() as client:
+        client.post(emu.url("/v1/chat/completions"), **request_kwargs)  # type: ignore[arg-type]
+    assert f"OpenAI API key found in interaction 0, field {field} (" in str(caught.value)
+    assert list(tmp_path.iterdir()) == []

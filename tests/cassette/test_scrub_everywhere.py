@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -286,6 +287,16 @@ def test_scan_finds_a_credential_by_where_it_is(tmp_path: Path, kwargs: dict[str
     assert SECRET not in out  # masked excerpts only
     # the same cassette written through the cassette engine is refused
     assert [hit.kind for hit in find_secrets(yaml.safe_load(path.read_text()))] == [kind]
+
+
+def test_scan_reads_a_raw_deflate_body_that_has_no_header_to_tell_it_by(tmp_path: Path) -> None:
+    squeeze = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    body = squeeze.compress(f"Incorrect API key provided: {KEY}".encode()) + squeeze.flush()
+    path = _unscrubbed_cassette(tmp_path / "deflated.yaml", response=body)  # type: ignore[arg-type]
+    assert "!!binary" in path.read_text()
+    code, out = _scan(path)
+    assert code == 1
+    assert "OpenAI API key in interactions[0].response.body.string (decompressed raw deflate)" in out
 
 
 def test_scan_leaves_scrubbed_and_harmless_values_alone(tmp_path: Path) -> None:

@@ -312,3 +312,13 @@ def test_no_start_word_begins_inside_another_so_one_search_finds_every_beginning
             for other in words:
                 assert not any(other.startswith(word[cut:]) or word[cut:].startswith(other)
                                for cut in range(1, len(word))), (word, other)
+
+
+@pytest.mark.parametrize("window", [64, 100, 1 << 20])
+def test_a_key_in_base64_is_found_wherever_the_windows_cut_the_text(window: int) -> None:
+    encoded = base64.b64encode(f"user:{OPENAI}".encode()).decode()
+    text = "é" * 30 + " Basic " + encoded + " and more" + " x" * 40  # non-ASCII before: positions still line up
+    with mock.patch.object(secrets, "_BASE64_WINDOW", window):
+        assert _found(text) == [("OpenAI API key", "f (base64-decoded)", "sk-test-…")]
+        # a run longer than a window is read in pieces, and the scan ends
+        assert _found("A" * (3 * window + 7)) == []
