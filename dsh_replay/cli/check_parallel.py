@@ -109,10 +109,12 @@ class _Worker:
     pending: deque[int] = field(default_factory=deque)
     #: batches sent whose end is not yet reported
     batches: int = 0
+    #: a batch could not be sent: it is dead, and what its pipe still holds is read before it counts as lost
+    gone: bool = False
 
     @property
     def busy(self) -> bool:
-        return self.batches > 0
+        return self.batches > 0 or self.gone
 
     def close(self) -> None:
         """Close the parent's ends of the worker's two pipes."""
@@ -149,10 +151,17 @@ def check_in_workers(
         workers.append(_Worker(process, parent, rows_out))
 
     def feed(worker: _Worker) -> None:
+        if worker.gone:
+            return
         batch = [queue.popleft() for _ in range(min(_BATCH, len(queue)))]
+        try:
+            worker.connection.send([str(cassettes[n]) for n in batch])
+        except OSError:  # it died after its last row: the end of its pipe says so next; the batch waits
+            queue.extendleft(reversed(batch))
+            worker.gone = True
+            return
         worker.pending.extend(batch)
         worker.batches += 1
-        worker.connection.send([str(cassettes[n]) for n in batch])
 
     def record(index: int, row: Row) -> None:
         nonlocal done

@@ -190,6 +190,34 @@ def test_rows_longer_than_a_pipe_holds_arrive_whole() -> None:
     assert [row["problem"] for row in rows] == [problems.get(name, "") for name in names]
 
 
+def test_a_worker_that_dies_between_batches_is_replaced_and_the_next_batch_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    from dsh_replay.cli import check_parallel
+
+    whole = check_parallel._write_all
+    ended: list[int] = []
+
+    def dies_after_its_first_batch(fd: int, data: bytes) -> None:
+        whole(fd, data)
+        if data == b"\n":  # a batch's end: the parent sends the next batch to a worker that is gone
+            ended.append(1)
+            os._exit(0)
+
+    monkeypatch.setattr(check_parallel, "_write_all", dies_after_its_first_batch)
+    # the parent takes rows this long after they come: each worker has long exited when its end is read
+    monkeypatch.setattr(check_parallel, "_PAUSE", 0.2)
+    names = [f"case-{n:02d}" for n in range(40)]
+    rows = _spread(names, _Scripted({}))
+    assert [row["case"] for row in rows] == names  # every case once, in order: none lost to the dead worker
+    crashed = [row["case"] for row in rows if not row["ok"]]
+    # each worker's second batch, sent at the start, was never begun: its first case is the one charged
+    assert all(row["verdict"] == "FAIL worker crashed" for row in rows if not row["ok"])
+    assert len(crashed) < len(names) // 2
+
+
 def test_a_worker_that_dies_while_writing_a_row_fails_that_case_only(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
