@@ -21,7 +21,14 @@ from ..cassette.shard import Shard
 from ..cassette.timeouts import within
 from ..errors import ConfigError, DshReplayError
 from ..wire.coverage import collect_coverage
-from .check_cases import collect_cases, find_cases, read_plain_cases, sorted_paths, uncovered
+from .check_cases import (
+    claim_goldens,
+    collect_cases,
+    find_cases,
+    read_plain_cases,
+    sorted_paths,
+    uncovered,
+)
 from .check_outputs import Progress, github_annotations, write_junit_xml
 from .check_replay import replay_streamed
 from .check_rows import case_label, case_row, golden_only, golden_row, skipped_note, unreadable_row
@@ -243,9 +250,10 @@ def run_check(
     # a folder that cannot be listed is a failing row, as a cassette that cannot be read is
     cassettes, goldens, skipped, unreadable = collect_cases(paths)
     table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
-    plain = read_plain_cases(skipped, table, inference)
-    if plain.cases:
-        cassettes, goldens = sorted_paths([*cassettes, *plain.cases]), uncovered(goldens, list(plain.cases))
+    plain, claimed = claim_goldens(read_plain_cases(skipped, table, inference), goldens)
+    if plain.cases or claimed:
+        read_too = [*plain.cases, *claimed]
+        cassettes, goldens = sorted_paths([*cassettes, *read_too]), uncovered(goldens, read_too)
     skipped = plain.skipped
     if junit is not None:
         refuse_output(junit, what="JUnit XML", force=force, inputs={

@@ -7,17 +7,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..cassette.files import has_metadata
+from ..cassette.files import cassette_kind, has_metadata
 from ..cassette.golden import GOLDEN_SUFFIX
-from ..errors import DshReplayError
+from ..errors import CassetteError, DshReplayError
 
 if TYPE_CHECKING:
     from ..adapters.route_table import RouteTable
     from ..cassette.inferred import Inference
     from ..cassette.store import Cassette
 
-__all__ = ["Cases", "PlainCases", "collect_cases", "find_cases", "read_plain_cases", "sorted_paths", "uncovered",
-           "unreadable_folder"]
+__all__ = ["Cases", "PlainCases", "claim_goldens", "collect_cases", "find_cases", "read_plain_cases", "sorted_paths",
+           "uncovered", "unreadable_folder"]
 
 
 class Cases(NamedTuple):
@@ -94,6 +94,31 @@ def read_plain_cases(plain: Sequence[Path], routes: RouteTable, inference: Infer
         except DshReplayError as exc:
             found.cases[path] = exc
     return found
+
+
+def claim_goldens(plain: PlainCases, goldens: Sequence[Path]) -> tuple[PlainCases, list[Path]]:
+    """The skipped YAML files whose golden is among ``goldens`` made cases again: (plain cases, the others).
+
+    A golden beside a file that is no case would pass alone, rules checked and
+    nothing replayed, so an emptied, damaged or re-encoded cassette would read
+    as green. Each of them is a case instead: a plain vcrpy cassette fails its
+    row saying how to read it (its golden was written reading it in place); any
+    other file is returned, to be replayed as a file named on the command line
+    is, whose row then says what is wrong with it.
+    """
+    stems = {Path(str(g)[: -len(GOLDEN_SUFFIX)]) for g in goldens}
+    claimed = [path for path in plain.skipped if path.with_suffix("") in stems]
+    if not claimed:
+        return plain, []
+    cases, others = dict(plain.cases), []
+    for path in claimed:
+        if cassette_kind(path) == "vcrpy":
+            cases[path] = CassetteError(
+                f"{path} is a plain vcrpy cassette with a golden beside it, not read as a case: pass --route ROUTE "
+                "or name its host in [tool.dsh_replay.hosts], as when the golden was written")
+        else:
+            others.append(path)
+    return PlainCases(cases, [path for path in plain.skipped if path not in claimed]), others
 
 
 def _files_under(folder: Path, unreadable: list[tuple[Path, str]]) -> tuple[list[Path], list[Path]]:

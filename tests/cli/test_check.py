@@ -149,6 +149,34 @@ def test_single_files_and_cassettes_without_metadata(project: Path) -> None:
     assert "record it through the dsh_replay fixture or `dsh-replay record`" in result.out
 
 
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda text: "", "expected a mapping with an 'interactions' list"),  # emptied
+        (lambda text: "- a list\n", "expected a mapping with an 'interactions' list"),
+        (lambda text: text[text.index("interactions:"):], "is a plain vcrpy cassette with a golden beside it"),
+    ],
+    ids=["emptied", "not-a-mapping", "metadata-cut-off"],
+)
+def test_a_cassette_damaged_beside_its_golden_fails_its_row(project: Path, damage: object, problem: str) -> None:
+    cassette = project / "cassettes" / "my-provider" / "greeting.yaml"
+    assert cassette.with_suffix(".chunks.jsonl").is_file()
+    cassette.write_text(damage(cassette.read_text(encoding="utf-8")), encoding="utf-8")  # type: ignore[operator]
+    result = run("check", "cassettes")
+    assert result.code == 1
+    assert re.search(r"^greeting +- +0 +0 +0 +FAIL CassetteError", result.out, re.M), result.out
+    assert "golden only" not in result.out and "skipped" not in result.out
+    assert problem in result.out
+
+
+def test_a_cassette_in_another_encoding_beside_its_golden_is_replayed(project: Path) -> None:
+    cassette = project / "cassettes" / "my-provider" / "greeting.yaml"
+    cassette.write_bytes(cassette.read_text(encoding="utf-8").encode("utf-16"))  # with its byte order mark
+    result = run("check", "cassettes")
+    assert result.code == 0, result.out
+    assert re.search(r"^greeting +my-provider .* ok", result.out, re.M), result.out
+
+
 def test_metadata_anywhere_in_the_file_makes_a_case(project: Path) -> None:
     # A cassette rewritten by another YAML tool may keep its keys in another order;
     # it is still a case, so its golden is compared, not only checked by the rules.
