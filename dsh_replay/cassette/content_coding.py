@@ -12,12 +12,11 @@ in one was decodable where it was recorded.
 
 from __future__ import annotations
 
-import gzip
 import importlib
 import zlib
 from collections.abc import Callable, Iterable
 
-__all__ = ["UndecodableBody", "content_encodings", "decode_content", "inflate_sniffed"]
+__all__ = ["DECODED_LIMIT", "UndecodableBody", "content_encodings", "decode_content", "inflate_sniffed"]
 
 
 class UndecodableBody(ValueError):
@@ -38,16 +37,20 @@ def decode_content(body: bytes, encodings: list[str], part: str = "response") ->
     return body
 
 
+#: the most a body may decompress to: past it, a few hundred KB of a hostile cassette would take gigabytes
+DECODED_LIMIT = 512 << 20
+
+
 def _undo(encoding: str, body: bytes, part: str) -> bytes:
     try:
         if encoding in ("gzip", "x-gzip"):
-            return gzip.decompress(body)
+            return _decompressed(body, 16 + zlib.MAX_WBITS, encoding, part)
         if encoding == "deflate":
             try:
-                return zlib.decompress(body)
+                return _decompressed(body, zlib.MAX_WBITS, encoding, part)
             except zlib.error:
-                return zlib.decompress(body, -zlib.MAX_WBITS)  # raw deflate, as some servers send
-    except (OSError, EOFError, zlib.error) as exc:
+                return _decompressed(body, -zlib.MAX_WBITS, encoding, part)  # raw deflate, as some servers send
+    except zlib.error as exc:
         raise UndecodableBody(f"its {part} body does not decode as {encoding} ({exc})") from None
     decoder = _DECODERS.get(encoding)
     if decoder is None:
@@ -60,6 +63,21 @@ def _undo(encoding: str, body: bytes, part: str) -> bytes:
         return decompress(body)
     except Exception as exc:  # each module has its own error class
         raise UndecodableBody(f"its {part} body does not decode as {encoding} ({exc})") from None
+
+
+def _decompressed(body: bytes, wbits: int, encoding: str, part: str) -> bytes:
+    """``body`` inflated whole (concatenated gzip members too), refused past :data:`DECODED_LIMIT`."""
+    out = bytearray()
+    while body:
+        inflater = zlib.decompressobj(wbits)
+        out += inflater.decompress(body, DECODED_LIMIT + 1 - len(out))
+        if len(out) > DECODED_LIMIT:
+            raise UndecodableBody(f"its {part} body decompresses ({encoding}) to more than "
+                                  f"{DECODED_LIMIT >> 20} MiB; it is not read")
+        if not inflater.eof:
+            raise zlib.error("the compressed data ends early")
+        body = inflater.unused_data
+    return bytes(out)
 
 
 #: the modules that undo each optional coding, the first one installed used

@@ -58,7 +58,7 @@ from .store import (
 
 __all__ = ["CassetteSession", "use_cassette"]
 
-def _vcr_request(request: Any, scrubber: Scrubber, filters: RecordFilters) -> tuple[Any, ScrubbedRequest]:
+def _vcr_request(request: Any, scrubber: Scrubber, filters: RecordFilters, path: Path) -> tuple[Any, ScrubbedRequest]:
     """The request as it is matched and recorded (None: ``before_record_request`` ignores it)."""
     from vcr.request import Request as VcrRequest
 
@@ -69,6 +69,11 @@ def _vcr_request(request: Any, scrubber: Scrubber, filters: RecordFilters) -> tu
     wanted = VcrRequest(request.method, uri, body, dict(headers))
     if filters.before_record_request is not None:
         wanted = filters.before_record_request(wanted)
+        if wanted is not None and not isinstance(wanted, VcrRequest):
+            # found here, not as an AttributeError deep in the write
+            raise CassetteError(
+                f"cassette {path}: before_record_request must return the request it was given (changed or not) "
+                f"or None to leave it out; got {type(wanted).__name__}", path=str(path))
     return wanted, scrubbed
 
 
@@ -183,7 +188,7 @@ class CassetteSession:
         return [i for i in self._loaded if not i.played] if self._can_replay else []
 
     def handle(self, request: Any, inner: Any, lib: types.ModuleType, is_async: bool) -> Any:
-        wanted, scrubbed = _vcr_request(request, self.scrubber, self.filters)
+        wanted, scrubbed = _vcr_request(request, self.scrubber, self.filters, self.path)
         self.removed.update(scrubbed.removed)
         if wanted is None:
             # vcrpy's way: a request the hook ignores goes out as it is, recorded and replayed never

@@ -10,13 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from vcr.request import Request as VcrRequest
 
 from dsh_replay import CassetteError, use_cassette
 from dsh_replay.cassette.files import atomic_write, unwritable_reason
+from dsh_replay.cassette.filters import RecordFilters
 from dsh_replay.cassette.store import Cassette, Interaction, RecordedError
+from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
 BODY = "data: hi\n\n"  # 10 bytes: fragments 4 + 6
 
@@ -341,3 +344,17 @@ def test_a_loop_of_links_on_the_way_is_not_taken_for_a_folder(tmp_path: Path) ->
         f"{tmp_path / 'afile'} is a file, so the folder for x.yaml cannot be made"
     )
     assert unwritable_reason(tmp_path) == f"{tmp_path} is a folder"
+
+
+@pytest.mark.parametrize("returned", [{"uri": "https://api.test/v1"}, "POST /v1", 42])
+def test_a_before_record_request_hook_that_returns_no_request_is_named(tmp_path: Path, returned: object) -> None:
+    path = tmp_path / "hooked.yaml"
+    with ProviderEmulator() as emu:
+        emu.add("POST", "/v1/chat", ScriptedResponse.streaming(b"data: [DONE]\n\n"))
+        hook = RecordFilters(before_record_request=lambda request: returned)
+        with pytest.raises(CassetteError) as raised, use_cassette(path, "once", filters=hook), httpx.Client() as client:
+            client.post(emu.url("/v1/chat"), json={})
+    assert str(raised.value) == (
+        f"cassette {path}: before_record_request must return the request it was given (changed or not) or None "
+        f"to leave it out; got {type(returned).__name__}")
+    assert not path.exists()
