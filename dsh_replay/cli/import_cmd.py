@@ -40,11 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..cassette.files import unwritable_reason
     from ..cassette.importer import import_cassettes
     from ..errors import ConfigError
 
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {args.out} is a file; name a folder for the imported cases")
+    # found before any file is read, not as one failure per interaction at the end
+    if reason := unwritable_reason(args.out / "case.yaml"):
+        raise ConfigError(f"--out {args.out} cannot be written: {reason}")
     meter = _Meter(err)
     try:
         report = asyncio.run(import_cassettes([Path(p) for p in args.paths], args.out, route=args.route,

@@ -204,6 +204,18 @@ def test_a_host_of_no_known_route_needs_route_and_then_imports(work: Path) -> No
     assert run("check", "out").code == 0
 
 
+def test_an_out_folder_that_cannot_be_made_is_refused_before_anything_is_read(work: Path) -> None:
+    (work / "afile").write_text("not a folder\n")
+    before = file_digests(work)
+    result = run("import", "in", "--out", "afile/cases")
+    assert result.code == 2
+    assert result.err.strip().splitlines() == [
+        f"dsh-replay: error: --out afile/cases cannot be written: {work / 'afile'} is a file, so the folder for "
+        "case.yaml cannot be made"]
+    assert result.out == ""
+    assert file_digests(work) == before  # no folder made, nothing written
+
+
 def test_an_unknown_route_is_a_usage_error_listing_the_routes(work: Path) -> None:
     result = run("import", "in", "--out", "out", "--route", "opneai")
     assert result.code == 2
