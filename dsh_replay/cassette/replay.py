@@ -133,6 +133,12 @@ def case_options(cassette: Cassette) -> tuple[str, list[GenerateOptions], str | 
     """(route, the options of every recorded call, base_url) from a cassette's metadata."""
     metadata = cassette.metadata
     route = metadata.get("route")
+    for name, value, wanted in (("route", route, "a route name"), ("options", metadata.get("options"), "a mapping")):
+        if value is not None and not isinstance(value, str if name == "route" else dict):
+            # there, but not what it must be: saying it is missing would send the reader looking elsewhere
+            raise CassetteError(
+                f"cassette {cassette.path}: dsh_replay.{name} must be {wanted}, not {type(value).__name__} "
+                f"({value!r:.60}); fix it or re-record the cassette", path=str(cassette.path))
     if not isinstance(route, str) or not isinstance(metadata.get("options"), dict):
         raise CassetteError(
             f"cassette {cassette.path} has no dsh_replay route/options metadata, so it cannot be "

@@ -169,6 +169,26 @@ def test_a_cassette_damaged_beside_its_golden_fails_its_row(project: Path, damag
     assert problem in result.out
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "problem"),
+    [
+        ("route: my-provider", "route: 5", "dsh_replay.route must be a route name, not int (5)"),
+        ("route: my-provider", "route: [my-provider, other]", "dsh_replay.route must be a route name, not list"),
+        ("  options:\n", "  options: x\n  old_options:\n", "dsh_replay.options must be a mapping, not str ('x')"),
+    ],
+    ids=["route-int", "route-list", "options-str"],
+)
+def test_metadata_of_the_wrong_type_is_named_not_called_missing(project: Path, old: str, new: str, problem: str) -> None:
+    cassette = project / "cassettes" / "my-provider" / "greeting.yaml"
+    text = cassette.read_text(encoding="utf-8")
+    assert old in text
+    cassette.write_text(text.replace(old, new, 1), encoding="utf-8")
+    result = run("check", str(cassette))
+    assert result.code == 1
+    assert f"cassette {cassette}: {problem}" in result.out
+    assert "has no dsh_replay route/options metadata" not in result.out
+
+
 def test_a_cassette_in_another_encoding_beside_its_golden_is_replayed(project: Path) -> None:
     cassette = project / "cassettes" / "my-provider" / "greeting.yaml"
     cassette.write_bytes(cassette.read_text(encoding="utf-8").encode("utf-16"))  # with its byte order mark
