@@ -58,9 +58,18 @@ def collect_cases(paths: Sequence[str]) -> Cases:
         elif path.is_file():
             (goldens if path.name.endswith(GOLDEN_SUFFIX) else found.cassettes).append(path)
         else:
-            raise DshReplayError(f"{path}: no such file or folder")
+            raise DshReplayError(_not_a_case(path))
     found.goldens.extend(uncovered(goldens, found.cassettes))
     return found
+
+
+def _not_a_case(path: Path) -> str:
+    """Why a path named on the command line is neither a file nor a folder."""
+    if path.is_symlink():
+        return f"{path}: a link to nothing that exists (its target is missing, or the links make a loop)"
+    if path.exists():
+        return f"{path}: not a file or a folder (a device, a pipe or a socket); name cassette files or folders"
+    return f"{path}: no such file or folder"
 
 
 def uncovered(goldens: Sequence[Path], cassettes: Sequence[Path]) -> list[Path]:

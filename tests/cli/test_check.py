@@ -249,6 +249,13 @@ def test_missing_paths_and_empty_folders(project: Path) -> None:
     result = run("check", "nowhere")
     assert (result.code, result.out) == (2, "")
     assert result.err == "dsh-replay: error: nowhere: no such file or folder\n"
+    (project / "loop").symlink_to(project / "loop")
+    result = run("check", "loop")
+    assert (result.code, result.err) == (2, "dsh-replay: error: loop: a link to nothing that exists (its target is "
+                                            "missing, or the links make a loop)\n")
+    result = run("check", os.devnull)
+    assert (result.code, result.err) == (2, f"dsh-replay: error: {os.devnull}: not a file or a folder (a device, a pipe "
+                                            "or a socket); name cassette files or folders\n")
     (project / "empty").mkdir()
     result = run("check", "empty")
     assert result.code == 1
