@@ -12,13 +12,14 @@ and the chunk shape.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..adapters.route_table import RouteTable
-from ..errors import ConfigError, DshReplayError
+from ..errors import ConfigError, DshReplayError, ProviderError
 from ..protocol.adapter import LlmAdapter
+from ..protocol.chunks import StreamChunk
 from ..protocol.options import GenerateOptions
 from ..wire.coverage import WireCoverage, collect_coverage
 from ..wire.drift import ChunkShape, StreamDrift, compare_streams
@@ -127,9 +128,14 @@ class CaseDrift:
             old, problem = await recorded_side(cassette, routes)
             if problem and not old:
                 return cls(cassette=cassette, problem=f"the cassette does not replay: {problem}")
-            adapter = live_adapter(routes, route, base_url or recorded_base, **settings.kwargs())
+            adapter = _LiveAdapter(live_adapter(routes, route, base_url or recorded_base, **settings.kwargs()))
             new = await rerecord(adapter, calls, target, route=route)
+            if adapter.unheard is not None:  # nothing of the provider's stream to compare
+                url = str(adapter.base_url or base_url or recorded_base or "the adapter's default URL")
+                return cls(cassette=cassette, problem=_not_heard(adapter.unheard, url, route))
             return cls.compare(cassette, target, old, new)
+        except ConfigError as exc:
+            return cls(cassette=cassette, problem=f"configuration error: {exc}")
         except DshReplayError as exc:
             return cls(cassette=cassette, problem=f"{type(exc).__name__}: {exc}")
 
@@ -147,3 +153,44 @@ class CaseDrift:
             return [self.problem]
         many = len(self.calls) > 1
         return [f"call {call.call}: {line}" if many else line for call in self.calls for line in call.lines()]
+
+
+class _LiveAdapter(LlmAdapter):
+    """The route's live adapter, keeping the first error it raised before any chunk from a provider never heard.
+
+    Such a call says nothing of the provider's stream: comparing it would report
+    every recorded kind as vanished and the chunk shape as broken.
+    """
+
+    def __init__(self, adapter: LlmAdapter) -> None:
+        self.adapter = adapter
+        self.base_url = getattr(adapter, "base_url", None)  # the fresh recording keeps it, as for the adapter itself
+        self.unheard: ProviderError | None = None
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        heard = False
+        chunks = self.adapter.stream(options)
+        try:
+            async for chunk in chunks:
+                heard = True
+                yield chunk
+        except ProviderError as exc:
+            if not heard and self.unheard is None and _unheard(exc):
+                self.unheard = exc
+            raise
+        finally:
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+def _unheard(exc: ProviderError) -> bool:
+    """An error status (401, 403, 404, 429, 5xx...) or a connection that failed: no stream was read."""
+    import httpx
+
+    return exc.status is not None or isinstance(exc.__cause__, httpx.TransportError)
+
+
+def _not_heard(exc: ProviderError, url: str, route: str) -> str:
+    what = f"{url} answered status {exc.status}" if exc.status is not None else f"{url} could not be reached"
+    return f"{what} (route {route!r}), so no stream was compared: {type(exc).__name__}: {exc}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -18,6 +19,7 @@ __all__ = ["DESCRIPTION", "EXAMPLE", "add_arguments", "run", "run_drift"]
 
 def run_drift(paths: list[str], out: TextIO, *, routes: RouteTable | None = None, out_dir: str | None = None,
               base_url: str | None = None) -> int:
+    """Exit 2 when a cassette could not be checked (as validate does for a file it cannot read), else 1 on drift."""
     from ..cassette.verify import CaseDrift
     from .check_cases import find_cases
 
@@ -29,17 +31,28 @@ def run_drift(paths: list[str], out: TextIO, *, routes: RouteTable | None = None
         return 1
     table = routes or RouteTable.load(pyproject=Path("pyproject.toml"))
     folder = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="dsh-replay-drift-"))
-    breaking = 0
+    breaking = unchecked = recorded = 0
     for number, cassette in enumerate(cassettes, start=1):
         target = folder / f"{number:03d}-{cassette.parent.name}-{cassette.name}"
         case = asyncio.run(CaseDrift.of(cassette, target, table, base_url=base_url))
+        if case.problem:
+            unchecked += 1
+            out.write(f"{cassette}: not checked: {case.problem}\n")
+            continue
         breaking += case.breaking
         lines = case.lines()
         verdict = "BREAKING" if case.breaking else ("drifted" if lines else "unchanged")
-        out.write(f"{cassette}: {verdict}" + (f" (fresh recording: {case.recorded})" if case.recorded else "") + "\n")
+        kept = case.recorded is not None and case.recorded.is_file()
+        recorded += kept
+        out.write(f"{cassette}: {verdict}" + (f" (fresh recording: {case.recorded})" if kept else "") + "\n")
         out.write("".join(f"  {line}\n" for line in lines))
-    out.write(f"{len(cassettes)} cassette(s): {breaking} with a breaking change; fresh recordings in {folder}\n")
-    return 1 if breaking else 0
+    if not out_dir:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only when empty: a temporary folder nothing was recorded into
+    out.write(f"{len(cassettes)} cassette(s): {breaking} with a breaking change"
+              + (f", {unchecked} not checked" if unchecked else "")
+              + (f"; fresh recordings in {folder}" if recorded else "") + "\n")
+    return 2 if unchecked else 1 if breaking else 0
 
 
 DESCRIPTION = (
@@ -48,7 +61,9 @@ DESCRIPTION = (
     "stream into --out (a temporary folder by default; never over the cassette) and compare shapes,\n"
     "not text: event kinds new or vanished, field paths new or removed per kind, and the chunks'\n"
     "shape (block types and order, tool names, finish kind, usage fields). Exit 1 when the chunk\n"
-    "shape changed or the provider sends a kind the adapter does not map. Refused when CI is set."
+    "shape changed or the provider sends a kind the adapter does not map. A cassette that could not\n"
+    "be checked (provider unreachable, an error status before any stream, a missing key, a cassette\n"
+    "that does not replay) gets one 'not checked' line saying why, and exit 2. Refused when CI is set."
 )
 EXAMPLE = "dsh-replay drift cassettes/openai --out /tmp/fresh"
 

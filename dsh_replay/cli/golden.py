@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def run_golden_check(output: str, golden: Path, out: TextIO, *, update: bool = False) -> int:
     from ..cassette.golden import judge_golden_file
+    from ..protocol.bounds import read_bounded
     from ..protocol.jsonl import dump_jsonl, load_golden
     from .validate import validate_file
 
@@ -46,7 +48,8 @@ def run_golden_check(output: str, golden: Path, out: TextIO, *, update: bool = F
                           "review the diff, and commit.")
     shown = Path("<stdin>") if output == "-" else Path(output)
     try:
-        data = sys.stdin.buffer.read() if output == "-" else shown.read_bytes()
+        with contextlib.nullcontext(sys.stdin.buffer) if output == "-" else shown.open("rb") as source:
+            data = read_bounded(source, str(shown))
     except OSError as exc:
         raise ConfigError(f"{shown}: cannot read ({exc.strerror or exc})") from None
     report = validate_file(shown, data)

@@ -14,6 +14,7 @@ from typing import TextIO
 import yaml
 
 from ..errors import DshReplayError
+from ..protocol.bounds import read_bounded
 from ..protocol.jsonl import BadLine, Raised, parse_golden_lines
 from ..protocol.validator import SequenceValidator, Violation
 
@@ -34,15 +35,18 @@ class FileReport:
 def validate_file(path: Path, data: bytes | None = None) -> FileReport:
     """Run the rules over a JSONL chunk file; a line that is not a chunk is a P1 violation.
 
-    ``data``: the file's bytes, already read (stdin's, say). A file that is not
+    ``data``: the file's bytes, already read (stdin's, say); else the file is read
+    as :func:`~dsh_replay.protocol.bounds.read_bounded` bounds it. A file that is not
     chunks at all (a cassette, a raw provider body) raises ``DshReplayError``
     saying what it is and which command reads it, instead of a P1 line for
     each of its lines.
     """
-    try:
-        data = path.read_bytes() if data is None else data
-    except OSError as exc:
-        raise DshReplayError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if data is None:
+        try:
+            with path.open("rb") as source:
+                data = read_bounded(source, str(path))
+        except OSError as exc:
+            raise DshReplayError(f"{path}: cannot read ({exc.strerror or exc})") from None
     parsed = parse_golden_lines(data)
     if what := _not_a_chunk_file(path, data, parsed):
         raise DshReplayError(what)

@@ -21,7 +21,9 @@ Theory of operation, for one case:
    chunk per line, and an error it raised as a last line
    ``{"type":"raised","error":"StreamInterruptedError","message":...}``. A
    line that is not a chunk is a P1 failure; an exit status other than 0
-   without a ``raised`` line is a failure that quotes its stderr.
+   without a ``raised`` line is a failure that quotes its stderr. Output that
+   breaks a chunk file's limits (:class:`~dsh_replay.protocol.bounds.BoundedJsonl`)
+   gets the command killed at once and the case failed naming the limit.
 4. **Judge it as a Python adapter is judged** (:func:`.runner.judge_runs`):
    the rules, the golden, no forged finish, and the typed error a fault must
    give, by class name: a name of :mod:`dsh_replay.errors` stands for that
@@ -38,7 +40,7 @@ import dataclasses
 import os
 import shlex
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -49,6 +51,7 @@ from .. import errors
 from ..cassette.matching import vcr_matchers
 from ..cassette.store import Cassette
 from ..errors import ConfigError
+from ..protocol.bounds import BoundedJsonl
 from ..protocol.chunks import StreamChunk
 from ..protocol.jsonl import BadLine, Raised, chunk_from_json, parse_golden_lines
 from ..server.http import HttpServer
@@ -61,6 +64,7 @@ __all__ = ["PLACEHOLDERS", "foreign_error", "run_command_case"]
 #: what a command template may hold, filled in for each call
 PLACEHOLDERS = ("{base_url}", "{origin}", "{options}", "{route}", "{case}")
 _QUOTED_STDERR = 600  # characters of a failing command's stderr a verdict quotes
+_KEPT_STDERR = 64 << 10  # bytes of its end kept: enough for the quote whatever the encoding
 
 
 def foreign_error(name: str, message: str) -> BaseException:
@@ -128,21 +132,58 @@ def _argv(command: str, values: dict[str, str]) -> list[str]:
 
 
 async def _run(argv: list[str], env: dict[str, str], limit: float) -> tuple[bytes, bytes, int | None]:
-    """(stdout, stderr, exit status); the status is None when the command ran past ``limit`` and was killed."""
+    """(stdout, stderr's end, exit status); the status is None when the command ran past ``limit`` and was killed.
+
+    Its stdout is gathered as :class:`~dsh_replay.protocol.bounds.BoundedJsonl` bounds a chunk file: the
+    command is killed as soon as it breaks a limit, and the ``CassetteError`` saying which is raised.
+    """
     try:
         process = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env=env)
     except OSError as exc:
         raise ConfigError(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
-    try:
-        out, err = await asyncio.wait_for(process.communicate(), max(limit, 0.0))
-    except asyncio.TimeoutError:
+    stdout, stderr = BoundedJsonl("stdout"), bytearray()
+    broken: list[errors.CassetteError] = []
+    killed = False
+
+    def kill() -> None:
+        nonlocal killed
+        killed = True
         with contextlib.suppress(ProcessLookupError):
             process.kill()
-        out, err = await process.communicate()
-        return out, err, None
-    return out, err, process.returncode
+
+    def keep_stdout(piece: bytes) -> None:
+        if killed:
+            return  # what is left in the pipe is read and dropped, so that the pipe reaches its end
+        try:
+            stdout.add(piece)
+        except errors.CassetteError as exc:
+            broken.append(exc)
+            kill()
+
+    def keep_stderr_end(piece: bytes) -> None:  # only its end is quoted: a chatty command must not fill memory
+        stderr.extend(piece)
+        del stderr[:-_KEPT_STDERR]
+
+    async def read(pipe: asyncio.StreamReader | None, into: Callable[[bytes], None]) -> None:
+        while pipe is not None and (piece := await pipe.read(1 << 16)):
+            into(piece)
+
+    # the process is only seen to end once both pipes have: they are read to their end even after a kill
+    ended = asyncio.gather(read(process.stdout, keep_stdout), read(process.stderr, keep_stderr_end), process.wait())
+    status: int | None = None
+    try:
+        status = (await asyncio.wait_for(asyncio.shield(ended), max(limit, 0.0)))[-1]
+    except asyncio.TimeoutError:
+        kill()
+        await ended
+    finally:
+        if process.returncode is None:
+            kill()
+    if broken:
+        raise broken[0]
+    return stdout.getvalue(), bytes(stderr), status
 
 
 def _read_output(out: bytes) -> tuple[list[StreamChunk], BaseException | None, str]:
@@ -185,7 +226,12 @@ async def run_command_case(command: str, case: ConformanceCase, *, time_limit: f
                 values = {"base_url": f"http://127.0.0.1:{port}{_base_path(case)}", "origin": f"http://127.0.0.1:{port}",
                           "options": str(options_file), "route": case.route, "case": case.id}
                 env = {**os.environ, **{f"DSH_REPLAY_{key.upper()}": value for key, value in values.items()}}
-                out, err, status = await _run(_argv(command, values), env, deadline - asyncio.get_running_loop().time())
+                try:
+                    out, err, status = await _run(_argv(command, values), env,
+                                                  deadline - asyncio.get_running_loop().time())
+                except errors.CassetteError as exc:
+                    verdict.problem = f"{exc}; the command was killed"
+                    return verdict
                 if status is None:
                     verdict.problem = f"hang: no result after {time_limit:g} s (the adapter must end or raise on its own)"
                     return verdict

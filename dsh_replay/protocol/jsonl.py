@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 import orjson
 
 from ..errors import CassetteError
+from .bounds import read_bounded
 from .chunks import (
     Block,
     BlockEnd,
@@ -302,7 +303,7 @@ def _read(data_or_path: bytes | str | os.PathLike[str] | Any) -> tuple[bytes, st
     name = os.fsdecode(data_or_path)
     try:
         with open(data_or_path, "rb") as fh:
-            return fh.read(), name
+            return read_bounded(fh, name), name
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise CassetteError(f"cannot read {name}: {reason}", path=name) from None

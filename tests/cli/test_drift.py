@@ -136,3 +136,57 @@ def test_drift_is_refused_under_ci(emulator: ProviderEmulator, monkeypatch: pyte
     assert result.code == 2
     assert "drift is refused because CI is set" in result.err
     assert len(emulator.requests) == 1  # only the recording's request ever reached it
+
+
+def _recorded(emulator: ProviderEmulator, *then: ScriptedResponse) -> Path:
+    """``cassettes/openai-responses/weather.yaml`` recorded from the emulator, which then answers ``then``."""
+    emulator.add("POST", "/v1/responses", _respond(_body()), *then)
+    cassette = Path("cassettes") / "openai-responses" / "weather.yaml"
+    _record(emulator, cassette)
+    return cassette
+
+
+def _assert_not_checked(cassette: Path, code: int, out: str, why: str) -> None:
+    """Exit 2 (could not check), one line saying why, no drift reported, no recording named."""
+    lines = out.splitlines()
+    assert code == 2, out
+    assert lines[0].startswith(f"{cassette}: not checked: {why}"), lines
+    assert lines[1] == "1 cassette(s): 0 with a breaking change, 1 not checked"
+    assert len(lines) == 2
+    assert not any(word in out for word in ("BREAKING", "vanished kind", "chunk shape", "fresh recording"))
+
+
+def test_an_unreachable_provider_is_not_checked_rather_than_breaking(emulator: ProviderEmulator) -> None:
+    cassette = _recorded(emulator)
+    with ProviderEmulator() as gone:
+        closed = gone.base_url  # a port nobody listens on once this emulator has stopped
+    result = run("drift", str(cassette), "--out", "fresh", "--base-url", closed + "/v1")
+    _assert_not_checked(cassette, result.code, result.out,
+                        f"{closed}/v1 could not be reached (route 'openai-responses'), so no stream was compared: "
+                        f"ProviderError: could not connect to {closed}")
+    assert not Path("fresh").exists()
+
+
+@pytest.mark.parametrize("status", [401, 404])
+def test_an_error_status_before_any_stream_is_not_checked(emulator: ProviderEmulator, status: int) -> None:
+    cassette = _recorded(emulator, ScriptedResponse.json({"error": {"message": "no"}}, status=status))
+    result = run("drift", str(cassette), "--out", "fresh")
+    _assert_not_checked(cassette, result.code, result.out,
+                        f"{emulator.base_url}/v1 answered status {status} (route 'openai-responses')")
+
+
+def test_a_missing_key_is_not_checked(emulator: ProviderEmulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    cassette = _recorded(emulator)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = run("drift", str(cassette), "--out", "fresh")
+    _assert_not_checked(cassette, result.code, result.out, "configuration error: route 'openai-responses' needs "
+                        "its key in the environment variable OPENAI_API_KEY")
+    assert len(emulator.requests) == 1  # only the recording's
+
+
+def test_a_stream_that_broke_after_its_start_is_still_compared(emulator: ProviderEmulator) -> None:
+    # a 200 whose body ends before the terminal event: the provider was heard, and its stream changed
+    cassette, code, lines = _drift(emulator, _body().split(b"event: response.completed")[0])
+    assert code == 1
+    assert lines[0].startswith(f"{cassette}: BREAKING (fresh recording: fresh/")
+    assert any("raised StreamInterruptedError" in line for line in lines)
