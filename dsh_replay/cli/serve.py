@@ -19,11 +19,15 @@ from .common import inference, route_table
 
 if TYPE_CHECKING:
     from ..adapters.route_table import RouteTable
+    from ..cassette.config import RecordingConfig
     from ..cassette.inferred import Inference
     from ..cassette.store import Cassette
     from ..server.record import RecordingProxy
 
-__all__ = ["is_loopback", "serve"]
+__all__ = ["PYPROJECT_TABLES", "is_loopback", "serve"]
+
+#: the sub-tables of ``[tool.dsh_replay]`` other commands read: ``routes`` (adapter classes), ``hosts`` (import)
+PYPROJECT_TABLES = ("routes", "hosts")
 
 DESCRIPTION = (
     "Serve the cassettes under PATHS over HTTP/1.1, so that a client in any language can be tested\n"
@@ -73,9 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "or after its last response, or that stops sending a request body for SECONDS; a "
                              "half-sent request gets a 408 first (default 10)")
     parser.add_argument("--max-connections", type=int, default=None, metavar="N",
-                        help="serve at most N connections at once; a connection over N is answered 503 and closed "
-                             "at once, its request unread, and the first one is logged (default 256, well under "
-                             "the usual ulimit -n of 1024)")
+                        help="serve at most N connections at once; a connection over N is answered 503 and closed, "
+                             "its request read and dropped, not parsed, and the first one is logged (default 256, "
+                             "well under the usual ulimit -n of 1024)")
     parser.add_argument("--match-on", default=None, metavar="NAMES",
                         help="the matchers a request is compared with, comma-separated (vcrpy's names, as "
                              "dsh_replay_config's match_on: method, scheme, host, port, path, query, uri, headers, "
@@ -203,17 +207,20 @@ async def serve(
         for signum in handled:
             loop.remove_signal_handler(signum)
         if recording is not None:
-            recording.stopping()  # the open recordings are written once, below, as cut
+            recording.stopping()  # the cassettes are written once, below; the recordings this cuts are dropped
         await server.close()
         if recording is not None:
             await recording.close()
         loop.set_exception_handler(previous_handler)
     busy = f", {server.turned_away} connection(s) turned away (503)" if server.turned_away else ""
     if recording is not None:
-        count = recording.recorded + recording.replayed + recording.refused
+        count = recording.recorded + recording.replayed + recording.refused + recording.cut
+        cut = f", {recording.cut} cut by the stop" if recording.cut else ""
+        dropped = (f"; not written, as the stop cut them: {', '.join(sorted(recording.dropped))}"
+                   if recording.dropped else "")
         err.write(f"dsh-replay serve: stopped after {count} request(s): {recording.recorded} recorded, "
-                  f"{recording.replayed} replayed, {recording.refused} refused; {len(recording.written)} "
-                  f"cassette(s) written{busy}\n")
+                  f"{recording.replayed} replayed, {recording.refused} refused{cut}; {len(recording.written)} "
+                  f"cassette(s) written{dropped}{busy}\n")
     else:
         assert core is not None
         err.write(f"dsh-replay serve: stopped after {core.requests} request(s), {core.unmatched} unmatched{busy}\n")
@@ -283,20 +290,20 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _matchers(names: str | None) -> list[Any] | None:
     """``--match-on``, else ``match_on`` of ``[tool.dsh_replay]`` in ./pyproject.toml; None: the default ones."""
-    from ..cassette.config import RecordingConfig, matchers_named, parse_match_on
+    from ..cassette.config import matchers_named, parse_match_on
 
     if names is not None:
         parsed = parse_match_on([name.strip() for name in names.split(",") if name.strip()], "--match-on")
         return matchers_named(parsed or ())
-    return RecordingConfig.from_pyproject(Path("pyproject.toml")).matchers()
+    return _pyproject_config().matchers()
 
 
 def _proxy(args: argparse.Namespace, speed: float, matchers: Sequence[Any] | None) -> Callable[..., RecordingProxy]:
     """What builds the recording proxy of ``--record``, its settings checked now."""
     import functools
 
-    from ..cassette.config import RecordingConfig
     from ..cassette.files import remove_stale_temp_files
+    from ..protocol.adapter import unknown_route_message
     from ..server.record import UPSTREAM_TIMEOUT, RecordingProxy
     from ..server.upstream import Upstreams
 
@@ -312,11 +319,33 @@ def _proxy(args: argparse.Namespace, speed: float, matchers: Sequence[Any] | Non
         raise ConfigError(f"cannot make the folder {folder}: {exc.strerror or exc}") from None
     remove_stale_temp_files(folder, older_than=time.time())  # what a killed recording left
     upstreams = Upstreams.parse(args.upstream, insecure=args.allow_insecure_upstream)
-    config = RecordingConfig.from_pyproject(Path("pyproject.toml"))
+    routes = route_table(args)
+    known = routes.routes()
+    for route in upstreams.by_route:
+        if route not in known:  # a request could never pick it: a typo would send its route elsewhere
+            raise ConfigError(f"--upstream {route}={upstreams.by_route[route]}: {unknown_route_message(route, known)}")
+    config = _pyproject_config()
     timeout = _seconds(args.upstream_timeout, "--upstream-timeout") or UPSTREAM_TIMEOUT
     return functools.partial(RecordingProxy, folder=folder, upstreams=upstreams, mode=args.record_mode or "once",
-                             route=args.route, matchers=matchers, filters=config.filters, routes=route_table(args),
+                             route=args.route, matchers=matchers, filters=config.filters, routes=routes,
                              speed=speed, timeout=timeout)
+
+
+def _pyproject_config() -> RecordingConfig:
+    """``[tool.dsh_replay]`` of ./pyproject.toml as serve reads it; a key nothing reads is refused (a typo)."""
+    from ..adapters.route_table import pyproject_table
+    from ..cassette.config import PYPROJECT_KEYS, RecordingConfig
+    from ..protocol.fields import FieldError, refuse_unknown
+
+    path = Path("pyproject.toml")
+    if path.is_file():
+        try:
+            # the sub-tables other commands read share the table: routes (adapters), hosts (import, --route)
+            refuse_unknown(pyproject_table(path, ("tool", "dsh_replay")), f"{path} [tool.dsh_replay]",
+                           (*PYPROJECT_KEYS, *PYPROJECT_TABLES))
+        except FieldError as exc:
+            raise ConfigError(str(exc)) from None
+    return RecordingConfig.from_pyproject(path)
 
 
 def _seconds(value: str | None, option: str) -> float | None:

@@ -14,10 +14,14 @@ No client holds the server for the others:
   diff) runs in a worker thread, so a big chat history that matches nothing
   does not stop the streams of other connections;
 - a connection has ``idle_timeout`` seconds to send each request's head, and
-  as long between two reads of its body; then it is closed (after a 408 when
-  it had begun a request), so idle and half-sent connections do not pile up;
+  as long between two reads of its body, and ``body_timeout`` seconds for the
+  whole body however it trickles in; then it is closed (after a 408 when it
+  had begun a request), so idle and half-sent connections do not pile up;
 - at most ``max_connections`` are served at once: one more is answered 503
-  and closed, and the log says so the first time only.
+  and closed, and the log says so the first time only. A refused client's
+  request is read and dropped for up to ``LINGER_SECONDS`` after the answer:
+  closed with it unread, the connection would be reset, and the client could
+  read the reset instead of the answer.
 
 The log has one line per request; a target's credentials (``?key=...``) are
 replaced as a cassette's are (:class:`..cassette.scrub.Scrubber`).
@@ -26,6 +30,7 @@ replaced as a cassette's are (:class:`..cassette.scrub.Scrubber`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,8 +45,8 @@ from .replay import CassetteServer, Unmatched
 from .wire import READ_SIZE, Reply, finish
 
 __all__ = [
-    "IDLE_TIMEOUT", "MAX_CONNECTIONS", "MAX_REQUEST_BYTES", "STALL_SECONDS", "HttpServer", "ReplayResponder",
-    "Request", "Responder",
+    "BODY_TIMEOUT", "IDLE_TIMEOUT", "LINGER_SECONDS", "MAX_CONNECTIONS", "MAX_REQUEST_BYTES", "STALL_SECONDS",
+    "HttpServer", "ReplayResponder", "Request", "Responder",
 ]
 
 #: a request body beyond this is refused (413): no provider request is near it, a runaway upload is
@@ -50,6 +55,11 @@ MAX_REQUEST_BYTES = 32 * 1024 * 1024
 STALL_SECONDS = 300.0
 #: seconds a connection has to send a request's head (idle between requests included), or between two body reads
 IDLE_TIMEOUT = 10.0
+#: seconds a connection has to send a whole request body, once its head is in: a trickle of bytes does not hold it
+BODY_TIMEOUT = 60.0
+#: seconds a refused connection's request is read and dropped after the answer, before the close
+LINGER_SECONDS = 2.0
+_LINGER_BYTES = 1024 * 1024
 #: connections served at once; well under the usual ``ulimit -n`` of 1024, so accept() never runs out of descriptors
 MAX_CONNECTIONS = 256
 # h11 quotes the bytes it refused (a request line with its query, a header with its credential)
@@ -106,7 +116,7 @@ class HttpServer:
     def __init__(
         self, responder: Responder | CassetteServer, *, log: Callable[[str], None] | None = None,
         stall_seconds: float = STALL_SECONDS, idle_timeout: float = IDLE_TIMEOUT,
-        max_connections: int = MAX_CONNECTIONS,
+        max_connections: int = MAX_CONNECTIONS, body_timeout: float = BODY_TIMEOUT, linger_seconds: float = LINGER_SECONDS,
     ) -> None:
         self.log = log or (lambda line: None)
         if isinstance(responder, CassetteServer):
@@ -115,9 +125,12 @@ class HttpServer:
         self.stall_seconds = stall_seconds
         self.idle_timeout = idle_timeout
         self.max_connections = max_connections
+        self.body_timeout = body_timeout
+        self.linger_seconds = linger_seconds
         #: connections answered 503 because ``max_connections`` were open
         self.turned_away = 0
         self._served = 0
+        self._lingering = 0
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -143,7 +156,7 @@ class HttpServer:
         self._tasks.add(task)
         try:
             if self._served >= self.max_connections:
-                await self._turn_away(writer)
+                await self._turn_away(reader, writer)
                 return
             self._served += 1
             try:
@@ -177,11 +190,12 @@ class HttpServer:
         finally:
             finish(writer, reset=abort)
 
-    async def _turn_away(self, writer: asyncio.StreamWriter) -> None:
-        """Answer 503 and close at once: ``max_connections`` are open. Logged the first time only.
+    async def _turn_away(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answer 503 and close: ``max_connections`` are open. Logged the first time only.
 
-        The request is not read: the descriptor is given back now, so connections over the
-        limit never add up to what ``ulimit -n`` allows.
+        The request is not parsed, only read and dropped until the client closes, for
+        ``linger_seconds`` at most; at most ``max_connections`` connections linger so, and one
+        more is closed at once: connections over the limit never add up to what ``ulimit -n`` allows.
         """
         self.turned_away += 1
         if self.turned_away == 1:
@@ -190,17 +204,41 @@ class HttpServer:
         message = f"the server has {self.max_connections} connections open, its limit; retry when one closes"
         try:
             await self._refuse(h11.Connection(h11.SERVER), writer, 503, message, "dsh_replay_busy", quiet=True)
+            if self._lingering < self.max_connections:
+                self._lingering += 1
+                try:
+                    await self._linger(reader, writer)
+                finally:
+                    self._lingering -= 1
         except (OSError, asyncio.CancelledError):  # the client is gone, or the server is shutting down
             pass
         finally:
             writer.close()
 
+    async def _linger(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Drop what the client sends until it closes, for ``linger_seconds`` at most, the answer already sent.
+
+        A socket closed with bytes unread is reset, and a reset can reach the client before it
+        has read the answer; once its request is read, the close is a plain FIN.
+        """
+        if writer.can_write_eof():
+            writer.write_eof()  # the answer is whole: the client may close as soon as it has read it
+        loop = asyncio.get_running_loop()
+        by, dropped = loop.time() + self.linger_seconds, 0
+        with contextlib.suppress(asyncio.TimeoutError):
+            while dropped < _LINGER_BYTES:
+                data = await within(max(by - loop.time(), 0.0), reader.read(READ_SIZE))
+                if not data:
+                    break
+                dropped += len(data)
+
     async def _read_request(
         self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> tuple[h11.Request, bytes] | None:
         """The next request and its whole body; None when the client closed, or timed out, between requests."""
-        # the whole head by then, however it trickles in; a body's reads each get idle_timeout
-        head_by = asyncio.get_running_loop().time() + self.idle_timeout
+        # the whole head by then, however it trickles in; the body has its own deadline, from the head's end
+        loop = asyncio.get_running_loop()
+        by, late = loop.time() + self.idle_timeout, f"the request did not arrive within {self.idle_timeout:g} s"
         request: h11.Request | None = None
         body = bytearray()
         while True:
@@ -211,12 +249,14 @@ class HttpServer:
                 await self._refuse(conn, writer, exc.error_status_hint, f"not a valid HTTP/1.1 request: {reason}")
                 return None
             if event is h11.NEED_DATA:
-                data = await self._receive(conn, reader, writer, None if request is not None else head_by)
+                data = await self._receive(conn, reader, writer, by, late)
                 if data is None or (not data and request is None and conn.their_state is h11.IDLE):
                     return None
                 conn.receive_data(data)
             elif isinstance(event, h11.Request):
                 request = event
+                by = loop.time() + self.body_timeout
+                late = f"the request body did not arrive within {self.body_timeout:g} s"
                 if (b"expect", b"100-continue") in [(name, value.lower()) for name, value in event.headers]:
                     # curl waits for this before sending a body over 1 KiB
                     writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
@@ -234,19 +274,21 @@ class HttpServer:
                 raise _Closed("the client closed the connection mid-request")
 
     async def _receive(
-        self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, by: float | None,
+        self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, by: float,
+        late: str,
     ) -> bytes | None:
-        """The next bytes (``b""``: the client closed), waiting until ``by`` or else ``idle_timeout``.
+        """The next bytes (``b""``: the client closed), waiting ``idle_timeout`` at most and never past ``by``.
 
-        None when the wait ran out: the connection is to be closed, after a 408 if a request had begun.
+        None when the wait ran out: the connection is to be closed, after a 408 saying ``late`` if a
+        request had begun.
         """
-        wait = self.idle_timeout if by is None else max(by - asyncio.get_running_loop().time(), 0.0)
+        wait = min(self.idle_timeout, max(by - asyncio.get_running_loop().time(), 0.0))
         try:
             return await within(wait, reader.read(READ_SIZE))
         except asyncio.TimeoutError:
             if conn.their_state is not h11.IDLE or conn.trailing_data[0]:
-                message = f"the request did not arrive within {self.idle_timeout:g} s"
-                await self._refuse(conn, writer, 408, message, "dsh_replay_timeout", quiet=True)
+                await self._refuse(conn, writer, 408, late, "dsh_replay_timeout", quiet=True)
+                await self._linger(reader, writer)  # a client still sending would be reset before it read the 408
             return None
 
     async def _refuse(

@@ -37,8 +37,10 @@ Theory of operation, for one request:
    time, so the file ends as the last one wrote it, every interaction in
    order). A scan that finds a credential refuses the write; the client has
    had its response, and stderr names the file. On shutdown
-   (:meth:`RecordingProxy.close`) the open recordings are finished as cut and
-   written; a killed server leaves the last whole file, never half of one.
+   (:meth:`RecordingProxy.close`) the recordings that ended are written; one
+   the shutdown cut is dropped, as pytest drops one cut short: it must not
+   replace a good cassette nor become one. A killed server leaves the last
+   whole file, never half of one.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from ..cassette.filters import RecordFilters
 from ..cassette.import_requests import detect_route
 from ..cassette.matching import Matcher
 from ..cassette.session import CassetteSession
-from ..cassette.store import Cassette, RecordMode
+from ..cassette.store import Cassette, Interaction, RecordMode
 from ..errors import CassetteError, ConfigError, DshReplayError
 from .http import Request
 from .metadata import recorded_metadata
@@ -85,7 +87,8 @@ class _Name:
     new: bool = False  # the proxy fills its metadata
     route: str | None = None
     open: int = 0
-    dirty: bool = False
+    unwritten: int = 0  # recordings made since the name's last write, less those the shutdown cut
+    cut: list[Interaction] = field(default_factory=list)  # recordings the shutdown cut: never written
     noted: bool = False
     writing: asyncio.Lock = field(default_factory=asyncio.Lock)  # one write of the name at a time; requests never wait
 
@@ -128,6 +131,10 @@ class RecordingProxy:
         self._closing = False
         self._saves: set[asyncio.Future[None]] = set()
         self.recorded = self.replayed = self.refused = 0
+        #: the names of the recordings the shutdown cut, dropped unwritten (a name once per recording)
+        self.dropped: list[str] = []
+        #: requests in flight when the shutdown cut them, recordings or not
+        self.cut = 0
         #: the cassettes written so far
         self.written: set[Path] = set()
 
@@ -197,29 +204,37 @@ class RecordingProxy:
         state.route = state.route or self.route or route or detect_route(url)
         try:
             played = state.session.played
+            filing = _Filing(self._transport, state.session.cassette.interactions)
             try:
-                answer = state.session.handle(outgoing, self._transport, httpx, True)
+                answer = state.session.handle(outgoing, filing, httpx, True)
                 response = await answer if inspect.isawaitable(answer) else answer
             except httpx.TransportError as exc:
                 status = 504 if isinstance(exc, httpx.TimeoutException) else 502
                 await self._refuse(reply, state.name, status, "dsh_replay_upstream",
                                    f"{url.split('?')[0]}: {type(exc).__name__}: {exc or 'no answer'}")
                 return
+            except asyncio.CancelledError:
+                self._stopped(state, None)  # before the upstream's head: nothing recorded yet
+                raise
             verb = "replayed" if state.session.played > played else "recorded"
-            state.dirty = state.dirty or verb == "recorded"
-            await self._relay(state.name, verb, response, reply)
+            recording = filing.filed()
+            state.unwritten += recording is not None
+            await self._relay(state, verb, response, reply, recording)
         finally:
             state.open -= 1
             if not state.open and not self._closing:
                 self._save(state)  # not awaited: the connection's next request is read meanwhile
 
-    async def _relay(self, name: str, verb: str, response: httpx.Response, reply: Reply) -> None:
-        reason = response.extensions.get("reason_phrase", b"")
+    async def _relay(self, state: _Name, verb: str, response: httpx.Response, reply: Reply,
+                     recording: Interaction | None) -> None:
+        name, reason = state.name, response.extensions.get("reason_phrase", b"")
         try:
             await reply.head(response.status_code, forwardable(response.headers.multi_items()),
                              reason.decode("latin-1") if isinstance(reason, bytes) else "")
-        except BaseException:  # the client went away before the head: close the upstream now, not at exit
+        except BaseException as exc:  # the client left, or the server stopped, before the head: close the upstream
             await response.aclose()
+            if isinstance(exc, asyncio.CancelledError):
+                self._stopped(state, recording)
             raise
         tally = _Tally()
         pump = asyncio.create_task(_pump(response, reply, tally))
@@ -229,7 +244,9 @@ class RecordingProxy:
         except asyncio.CancelledError:  # the server is stopping: the recording ends here, as cut
             pump.cancel()
             await asyncio.wait({pump})
-            self.log(_line(verb, name, response.status_code, tally.pieces, tally.size, "cut", "the server stopped"))
+            why = "the server stopped" + ("; not written" if recording is not None else "")
+            self.log(_line(verb, name, response.status_code, tally.pieces, tally.size, "cut", why))
+            self._stopped(state, recording)
             raise
         self.recorded += verb == "recorded"
         self.replayed += verb == "replayed"
@@ -242,6 +259,14 @@ class RecordingProxy:
         ending: Ending = "complete" if failure is None else ending_for(failure)
         self.log(_line(verb, name, response.status_code, tally.pieces, tally.size, ending, failure or ""))
         await reply.end(ending)
+
+    def _stopped(self, state: _Name, recording: Interaction | None) -> None:
+        """The shutdown cut a response mid-way: its recording, if any, is dropped (pytest's rule for a cut one)."""
+        self.cut += 1
+        if recording is not None:
+            state.cut.append(recording)
+            state.unwritten -= 1
+            self.dropped.append(state.name)
 
     async def _refuse(self, reply: Reply, name: str, status: int, kind: str, message: str) -> None:
         self.refused += 1
@@ -286,14 +311,16 @@ class RecordingProxy:
     async def _save_now(self, state: _Name, closing: bool) -> None:
         async with state.writing:  # after the name's write under way, if any: the file ends as the last one wrote it
             session = state.session
-            if session is None or not state.dirty or (state.open and not closing):
+            if session is None or not state.unwritten or (state.open and not closing):
                 return
-            state.dirty = False
+            state.unwritten = 0
             copied = session.cassette
             assert isinstance(copied, _Copied)
             try:
-                # on the loop, in one step: no request of the name adds to the session meanwhile. The
-                # recorders a caller left open (at a stop) are finished as cut; ``all`` drops re-recorded ones
+                # on the loop, in one step: no request of the name adds to the session meanwhile. What
+                # the shutdown cut goes first, so that ``all`` drops no recorded interaction for it
+                cut = {id(interaction) for interaction in state.cut}
+                copied.interactions[:] = [i for i in copied.interactions if id(i) not in cut]
                 session.close()
                 cassette, copied.copy = copied.copy, None
                 if cassette is None:  # nothing recorded to write (a filter dropped it)
@@ -321,7 +348,7 @@ class RecordingProxy:
         self._closing = True
 
     async def close(self) -> None:
-        """Write every cassette with recordings not yet written (open ones finished as cut); close the pool."""
+        """Write every cassette with whole recordings not yet written (those the shutdown cut are not); close the pool."""
         self._closing = True
         await asyncio.gather(*self._saves)
         for state in list(self._names.values()):
@@ -329,14 +356,29 @@ class RecordingProxy:
         await self._transport.aclose()
 
 
+class _Filing(httpx.AsyncBaseTransport):
+    """The upstream as a request's session calls it: notes where the session files its recording (next, on the loop)."""
+
+    def __init__(self, upstream: httpx.AsyncBaseTransport, interactions: list[Interaction]) -> None:
+        self.upstream, self.interactions, self.at = upstream, interactions, -1
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.upstream.handle_async_request(request)
+        self.at = len(self.interactions)
+        return response
+
+    def filed(self) -> Interaction | None:
+        """The recording of the request, once it was sent; None when the session replayed it or left it out."""
+        return self.interactions[self.at] if self.at == len(self.interactions) - 1 else None
+
+
 class _Copied(Cassette):
     """A session's cassette whose ``save()`` takes a copy, for the proxy to write in a worker thread.
 
-    The session files its recordings into the cassette on the event loop, as
-    its requests end; a write that read the cassette itself in a thread could
-    meet an interaction half recorded, or hold those requests up until it was
-    done. The copy (the list of interactions, each one finished) is what the
-    thread writes, while the session records on.
+    The session files its recordings into the cassette on the event loop, as its requests end; a
+    write that read the cassette itself in a thread could meet an interaction half recorded, or hold
+    those requests up until it was done. The copy (each interaction finished) is what the thread
+    writes, while the session records on.
     """
 
     __slots__ = ("copy",)

@@ -1,7 +1,7 @@
 """``dsh-replay serve --record`` as a user runs it: a subprocess in front of a loopback emulator.
 
-Signals: SIGTERM with a recording open finishes it as cut and writes it whole;
-SIGKILL leaves the cassette that was there as it was. Waits are hang guards.
+Signals: SIGTERM or SIGINT with recordings open drops them, as pytest drops a
+recording cut short; SIGKILL leaves the cassette that was there as it was. Waits are hang guards.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from dsh_replay.cassette.config import KEYS
 from dsh_replay.cassette.store import Cassette
+from dsh_replay.cli import serve as serve_command
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
 from .conftest import ROOT, run
@@ -63,23 +65,38 @@ def test_records_into_a_new_folder_and_the_first_line_is_serve_s(tmp_path: Path)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_stop_signal_finishes_an_open_recording_as_cut_and_writes_it_whole(tmp_path: Path, signum: int) -> None:
+def test_a_stop_signal_drops_the_recordings_it_cuts_leaving_a_good_cassette_as_it_was(
+    tmp_path: Path, signum: int,
+) -> None:
     request, body = text_case()
+    options = ("--allow-insecure-upstream", "--record-mode", "rewrite")
+    with ProviderEmulator() as emu:
+        emu.add("POST", CHAT, ScriptedResponse.streaming(body))
+        with recording(tmp_path, "--upstream", f"openai={emu.base_url}", *options) as served:
+            httpx.post(f"{served.base_url}/_dsh/openai/long/-{CHAT}", content=request, timeout=GUARD)
+            served.stop()
+    good = tmp_path / "openai" / "long.yaml"
+    before = good.read_bytes()
     with ProviderEmulator() as emu:
         emu.add("POST", CHAT, ScriptedResponse.streaming(body, fragment_sizes=64, delay=0.2))
-        with recording(tmp_path, "--upstream", f"openai={emu.base_url}", "--allow-insecure-upstream") as served, \
+        with recording(tmp_path, "--upstream", f"openai={emu.base_url}", *options) as served, \
                 httpx.Client(timeout=GUARD) as client, \
-                client.stream("POST", f"{served.base_url}/_dsh/openai/long/-{CHAT}", content=request) as response:
-            pieces = response.iter_raw()
-            seen = next(pieces)
+                client.stream("POST", f"{served.base_url}/_dsh/openai/long/-{CHAT}", content=request) as old, \
+                client.stream("POST", f"{served.base_url}/_dsh/openai/new/-{CHAT}", content=request) as new:
+            streams = [old.iter_raw(), new.iter_raw()]
+            for pieces in streams:
+                next(pieces)
             code, _, err = served.stop(signum)
-            with pytest.raises(httpx.TransportError):  # reset: never taken for a whole response
-                for piece in pieces:
-                    seen += piece
+            for pieces in streams:
+                with pytest.raises(httpx.TransportError):  # reset: never taken for a whole response
+                    for _ in pieces:
+                        pass
     assert code == 0 and "Traceback" not in err, err
-    assert "recorded openai/long (200, " in err and "cut: the server stopped)" in err
-    interaction = Cassette.load(tmp_path / "openai" / "long.yaml").interactions[0]
-    assert interaction.complete is False and interaction.body.startswith(seen) and len(interaction.body) < len(body)
+    assert "recorded openai/long (200, " in err and "cut: the server stopped; not written)" in err
+    assert err.splitlines()[-1] == ("dsh-replay serve: stopped after 2 request(s): 0 recorded, 0 replayed, 0 refused, "
+                                    "2 cut by the stop; 0 cassette(s) written; not written, as the stop cut them: "
+                                    "openai/long, openai/new")
+    assert good.read_bytes() == before and not (tmp_path / "openai" / "new.yaml").exists()
     assert [p.name for p in tmp_path.rglob("*.tmp")] == []
 
 
@@ -148,3 +165,60 @@ def test_match_on_is_read_from_the_option_then_pyproject_and_the_404_names_it(
             process.communicate(timeout=GUARD)
         assert answer.status_code == status
         assert miss.status_code == 404 and miss.json()["error"]["matchers"] == matchers
+
+
+def refused(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``dsh-replay serve ARGV`` in a subprocess, CI unset: a server that starts instead is stopped by the guard."""
+    return subprocess.run([sys.executable, "-m", "dsh_replay", "serve", *argv], cwd=cwd, env=no_ci(),
+                          capture_output=True, text=True, timeout=GUARD)
+
+
+def test_an_upstream_for_a_route_nobody_knows_is_refused_with_the_nearest_known_one(tmp_path: Path) -> None:
+    result = refused("--record", str(tmp_path), "--upstream", "opena=https://api.example.test")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "dsh-replay: error: --upstream opena=https://api.example.test: unknown route 'opena'. Did you mean "
+        "'openai'? Known routes: anthropic, deepseek, gemini, ollama, openai, openai-compatible, openai-responses"
+    ]
+
+
+def test_a_key_of_tool_dsh_replay_nothing_reads_is_refused_with_the_nearest_valid_one(tmp_path: Path) -> None:
+    # a misspelt filter would let the header it names into the recordings
+    (tmp_path / "pyproject.toml").write_text('[tool.dsh_replay]\nfilter_header = ["x-org-id"]\n')
+    for argv in (["--record", "recorded", "--upstream", "https://api.example.test"], [str(TEXT)]):
+        result = refused(*argv, cwd=tmp_path)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        message = result.stderr.strip()
+        assert "\n" not in message and message.startswith(
+            "dsh-replay: error: pyproject.toml [tool.dsh_replay] has an unknown field 'filter_header' "
+            "(did you mean filter_headers?); known: "), message
+
+
+FILTERED = '["x-org-id"]'
+
+
+def _documented_tool_dsh_replay() -> str:
+    """A ``[tool.dsh_replay]`` holding every key and sub-table the docs, the README and the examples use."""
+    keys: set[str] = set()
+    tables: set[str] = set()
+    texts = [path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+                                           *sorted((ROOT / "examples").rglob("pyproject.toml"))]]
+    for text in texts:
+        tables.update(re.findall(r"\[tool\.dsh_replay\.([A-Za-z_]+)\]", text))
+        for block in re.split(r"\n\s*\n", text):  # the keys a paragraph or a TOML table gives [tool.dsh_replay]
+            if "[tool.dsh_replay]" in block:
+                found = re.findall(r"`([a-z_]+)`|^\s*([a-z_]+)\s*=", block, re.MULTILINE)
+                keys.update(name for pair in found for name in pair if name in KEYS)
+    assert {"routes", "hosts"} <= tables and {"match_on", "filter_headers", "redact"} <= keys, (tables, keys)
+    values = {"match_on": '["method", "path"]', "redact": '["secret-[0-9]+"]'}
+    lines = ["[tool.dsh_replay]", *(f"{key} = {values.get(key, FILTERED)}" for key in sorted(keys))]
+    for table in sorted(tables):
+        lines.append(f"[tool.dsh_replay.{table}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_every_key_the_docs_give_tool_dsh_replay_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("pyproject.toml").write_text(_documented_tool_dsh_replay())
+    config = serve_command._pyproject_config()
+    assert config.match_on == ("method", "path") and config.filters.headers

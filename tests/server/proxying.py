@@ -36,11 +36,22 @@ class Proxy:
     url: str
     folder: Path
     proxy: RecordingProxy
+    server: HttpServer
     log: list[str] = field(default_factory=list)
+    stopped: bool = False
 
     def base(self, name: str) -> str:
         """The base URL a client records ``name`` through (the path after it is the provider's)."""
         return f"{self.url}/_dsh/{name}/-"
+
+    async def stop(self) -> None:
+        """Stop as ``serve`` stops on a signal: open connections closed, then the cassettes written."""
+        if self.stopped:
+            return
+        self.stopped = True
+        self.proxy.stopping()
+        await asyncio.wait_for(self.server.close(), GUARD)
+        await asyncio.wait_for(self.proxy.close(), GUARD)
 
 
 @asynccontextmanager
@@ -51,12 +62,11 @@ async def proxying(folder: Path, emu: ProviderEmulator, **options: Any) -> Async
     proxy = RecordingProxy(folder=folder, upstreams=upstream, log=log.append, routes=RouteTable.load(), **options)
     server = HttpServer(proxy, log=log.append, stall_seconds=GUARD)
     port = await server.start("127.0.0.1", 0)
+    running = Proxy(f"http://127.0.0.1:{port}", folder, proxy, server, log)
     try:
-        yield Proxy(f"http://127.0.0.1:{port}", folder, proxy, log)
+        yield running
     finally:
-        proxy.stopping()
-        await asyncio.wait_for(server.close(), GUARD)
-        await asyncio.wait_for(proxy.close(), GUARD)
+        await running.stop()
 
 
 def run(coro: Callable[[], Awaitable[T]], guard: float = GUARD * 3) -> T:

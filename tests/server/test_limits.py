@@ -194,3 +194,42 @@ def test_connections_over_the_limit_get_a_503_and_a_request_is_answered_once_idl
         "5 connections open, the most served at once: further ones are answered 503 until one closes (logged once)"
     ]
     assert len(log) == 2 and log[1].endswith("(complete)")
+
+
+def test_a_body_that_trickles_in_gets_a_408_at_the_body_deadline_however_often_it_sends() -> None:
+    async def scenario() -> tuple[bytes, int]:
+        # each byte comes well within the idle timeout: only the deadline of the whole body can end it
+        async with serving(CassetteServer([cassette("p/text", interaction())]), idle_timeout=GUARD,
+                           body_timeout=0.3) as (port, _):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 100000\r\n\r\n")
+            sent = 0
+            answer = asyncio.ensure_future(reader.read(-1))
+            try:
+                while not answer.done() and sent < 10_000:  # a hang guard: the whole body is never sent
+                    writer.write(b"a")
+                    sent += 1
+                    await asyncio.sleep(0.01)
+                return await answer, sent
+            finally:
+                writer.close()
+
+    raw, sent = run(scenario)
+    assert raw.startswith(b"HTTP/1.1 408 ") and b"dsh_replay_timeout" in raw and sent < 10_000
+    assert b"request body did not arrive within 0.3 s" in raw
+
+
+def test_a_client_over_the_limit_reads_its_503_rather_than_a_reset_though_its_request_is_unread() -> None:
+    async def scenario() -> bytes:
+        async with serving(CassetteServer([cassette("p/text", interaction())]), idle_timeout=GUARD,
+                           max_connections=1) as (port, _):
+            _, holder = await asyncio.open_connection("127.0.0.1", port)  # accepted first: it holds the one place
+            try:
+                body = orjson.dumps(REQUEST)
+                return await read_to_end(port, b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: "
+                                         + str(len(body)).encode() + b"\r\n\r\n" + body)
+            finally:
+                holder.close()
+
+    raw = run(scenario)
+    assert raw.startswith(b"HTTP/1.1 503 ") and b"dsh_replay_busy" in raw

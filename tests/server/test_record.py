@@ -17,6 +17,7 @@ import yaml
 
 from dsh_replay.cassette import store
 from dsh_replay.cassette.store import Cassette, RecordMode
+from dsh_replay.server.record import RecordingProxy
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse, split_by_sizes
 
 from .proxying import CHAT, GUARD, KEY, TEXT, proxying, run, stream, text_case
@@ -144,6 +145,35 @@ def test_a_client_that_goes_away_is_recorded_as_it_saw_the_stream_and_the_upstre
     assert interaction.complete is False and interaction.error is None
     assert interaction.body.startswith(seen) and len(interaction.body) < len(body)
     assert log[-1].startswith("recorded openai/left (200, ") and log[-1].endswith("cut: the client went away)")
+
+
+def test_a_recording_the_shutdown_cuts_is_dropped_and_the_one_that_ended_before_it_is_kept(tmp_path: Path) -> None:
+    request, body = text_case()
+    other = request.replace(b"Say hello.", b"Say goodbye.")
+    with ProviderEmulator() as emu:
+        emu.add("POST", CHAT, ScriptedResponse.streaming(body), ScriptedResponse.streaming(body, fragment_sizes=64,
+                                                                                          delay=0.2))
+
+        async def scenario() -> tuple[list[str], RecordingProxy]:
+            async with httpx.AsyncClient(timeout=GUARD) as client, \
+                    proxying(tmp_path, emu, mode=RecordMode.REWRITE) as proxy:
+                status, _ = await stream(client, proxy.base("openai/mix") + CHAT, request)
+                assert status == 200
+                async with client.stream("POST", proxy.base("openai/mix") + CHAT, content=other) as response:
+                    pieces = response.aiter_raw()
+                    await pieces.__anext__()  # streaming when the server stops
+                    await proxy.stop()
+                    with pytest.raises(httpx.TransportError):  # reset: never taken for a whole response
+                        async for _ in pieces:
+                            pass
+            return proxy.log, proxy.proxy
+
+        log, stopped = run(scenario)
+    recorded = Cassette.load(tmp_path / "openai" / "mix.yaml")
+    assert [(bytes(i.request.body), i.body, i.complete) for i in recorded.interactions] == [(request, body, True)]
+    assert (stopped.dropped, stopped.cut) == (["openai/mix"], 1)
+    assert log[-1].startswith("recorded openai/mix (200, ") and log[-1].endswith("cut: the server stopped; not written)")
+    assert [p.name for p in tmp_path.rglob("*.tmp")] == []
 
 
 def test_fifty_clients_at_once_each_get_their_bytes_and_a_stalled_upstream_holds_none(tmp_path: Path) -> None:
