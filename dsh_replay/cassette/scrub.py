@@ -178,7 +178,9 @@ class Scrubber:
                 before = len(removed)
                 data = self._redact_fields(data, removed)
                 return orjson.dumps(data) if len(removed) > before else body
-        if any(mark in lowered for mark in form_names) and (pairs := form_pairs(body.decode("latin-1"))):
+        # a form has "=" in it: a JSON body without one is not searched for a form's field names
+        if b"=" in body and any(mark in lowered for mark in form_names) and (
+                pairs := form_pairs(body.decode("latin-1"))):
             # a form is a query string in the body: its credentials are named as either's are
             secret = [self._is_field(key) or key.lower() in self.query_parameters for key, _ in pairs]
             hits = [value for (_, value), is_secret in zip(pairs, secret, strict=True)
@@ -233,13 +235,14 @@ def _any_of(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
     return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns) or "(?!)").fullmatch
 
 
-def _echo_forms(value: str) -> list[str]:
+@functools.lru_cache(maxsize=1024)
+def _echo_forms(value: str) -> tuple[str, ...]:
     """The forms in which a removed value can come back: whole, its pieces (``Bearer <token>``, cookies),
     and each percent-encoded as a URL would carry it (a signed URL's ``sig`` quoted in a ``Location``)."""
     pieces = [value, *_VALUE_PIECES.findall(value)]
     forms = [*pieces, *(encoded for piece in pieces for encoded in (quote(piece, safe=""), quote_plus(piece))
                         if encoded != piece)]
-    return [form for form in forms if len(form) >= _ECHO_MIN_LENGTH and form != REDACTED]
+    return tuple(form for form in forms if len(form) >= _ECHO_MIN_LENGTH and form != REDACTED)
 
 
 def mask_echoes(text: str, removed: Iterable[str]) -> str:
