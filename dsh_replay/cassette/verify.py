@@ -26,7 +26,8 @@ from ..wire.drift import ChunkShape, StreamDrift, compare_streams
 from .replay import Outcome, replay_case, run_adapter
 from .session import use_cassette
 
-__all__ = ["CaseDrift", "Side", "key_variable", "live_adapter", "recorded_side", "rerecord", "side_of"]
+__all__ = ["CaseDrift", "Side", "key_variable", "live_adapter", "recorded_side", "rerecord", "rerecord_heard",
+           "side_of"]
 
 #: local servers take no key
 _KEY_OPTIONAL = frozenset(("ollama", "openai-compatible"))
@@ -128,11 +129,10 @@ class CaseDrift:
             old, problem = await recorded_side(cassette, routes)
             if problem and not old:
                 return cls(cassette=cassette, problem=f"the cassette does not replay: {problem}")
-            adapter = _LiveAdapter(live_adapter(routes, route, base_url or recorded_base, **settings.kwargs()))
-            new = await rerecord(adapter, calls, target, route=route)
-            if adapter.unheard is not None:  # nothing of the provider's stream to compare
-                url = str(adapter.base_url or base_url or recorded_base or "the adapter's default URL")
-                return cls(cassette=cassette, problem=_not_heard(adapter.unheard, url, route))
+            adapter = live_adapter(routes, route, base_url or recorded_base, **settings.kwargs())
+            new, unheard = await rerecord_heard(adapter, calls, target, route=route)
+            if unheard:  # nothing of the provider's stream to compare
+                return cls(cassette=cassette, problem=unheard)
             return cls.compare(cassette, target, old, new)
         except ConfigError as exc:
             return cls(cassette=cassette, problem=f"configuration error: {exc}")
@@ -153,6 +153,16 @@ class CaseDrift:
             return [self.problem]
         many = len(self.calls) > 1
         return [f"call {call.call}: {line}" if many else line for call in self.calls for line in call.lines()]
+
+
+async def rerecord_heard(adapter: LlmAdapter, calls: Sequence[GenerateOptions], target: Path, *,
+                         route: str | None) -> tuple[list[Side], str]:
+    """:func:`rerecord`, and why no stream was heard when a call got an error status or no connection ("" if all were)."""
+    live = _LiveAdapter(adapter)
+    new = await rerecord(live, calls, target, route=route)
+    if live.unheard is None:
+        return new, ""
+    return new, _not_heard(live.unheard, str(live.base_url or "the adapter's default URL"), route or "?")
 
 
 class _LiveAdapter(LlmAdapter):

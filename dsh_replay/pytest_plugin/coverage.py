@@ -28,7 +28,8 @@ from ..wire.coverage import TIMES, CoverageCollector, KindCount, WireCoverage, u
 if TYPE_CHECKING:  # verify is imported by --record-mode=verify alone: a replayed suite never needs it
     from ..cassette.verify import CaseDrift
 
-__all__ = ["VERIFY_FOLDER", "CoverageTally", "strict_failure", "verify_call", "verify_case", "verify_target"]
+__all__ = ["VERIFY_FOLDER", "CoverageTally", "strict_failure", "verify_call", "verify_case", "verify_failure",
+           "verify_target"]
 
 #: the folder, under pytest's temporary one, that ``--record-mode=verify`` records into
 VERIFY_FOLDER = "dsh-replay-verify"
@@ -143,11 +144,21 @@ def verify_target(config: pytest.Config, cassette: Path, call: int) -> Path:
 async def verify_call(adapter: LlmAdapter, options: GenerateOptions, route: str | None, recorded: Outcome,
                       recorded_streams: Sequence[WireCoverage], target: Path, cassette: Path) -> CaseDrift:
     """Send ``options`` live through ``adapter``, record into ``target`` and compare with the replayed call."""
-    from ..cassette.verify import CaseDrift, rerecord, side_of
+    from ..cassette.verify import CaseDrift, rerecord_heard, side_of
 
-    (fresh,) = await rerecord(adapter, [options], target, route=route)
+    (fresh,), unheard = await rerecord_heard(adapter, [options], target, route=route)
+    if unheard:  # a provider never heard has no stream to compare: not a change of shape
+        return CaseDrift(cassette=cassette, problem=unheard)
     old = side_of(recorded, recorded_streams[0] if len(recorded_streams) == 1 else None)
     return CaseDrift.compare(cassette, target, [old], [fresh])
+
+
+def verify_failure(cassette: Path, target: Path, drift: CaseDrift) -> str:
+    """Why ``--record-mode=verify`` fails a test: the live answer changed shape, or it could not be compared."""
+    if drift.problem:
+        return f"cassette {cassette}: not checked against the live provider (--record-mode=verify): {drift.problem}"
+    return (f"cassette {cassette}: the live answer changed shape (--record-mode=verify; recorded into {target}):\n"
+            + "\n".join(f"  {line}" for line in drift.lines()))
 
 
 def verify_case(config: pytest.Config, tally: Any, cassette: Path, routes: RouteTable) -> None:
@@ -161,6 +172,4 @@ def verify_case(config: pytest.Config, tally: Any, cassette: Path, routes: Route
     drift = asyncio.run(CaseDrift.of(cassette, target, routes))
     tally.coverage.add_drift(cassette, drift, target)
     if drift.breaking:
-        listing = "\n".join(f"  {line}" for line in drift.lines())
-        pytest.fail(f"cassette {cassette}: the live answer changed shape (--record-mode=verify; recorded into "
-                    f"{target}):\n{listing}", pytrace=False)
+        pytest.fail(verify_failure(cassette, target, drift), pytrace=False)

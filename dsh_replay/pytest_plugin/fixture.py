@@ -29,7 +29,7 @@ from ..protocol.chunks import StreamChunk
 from ..protocol.options import GenerateOptions
 from ..protocol.turn import Turn, collect
 from ..wire.coverage import collect_coverage
-from .coverage import strict_failure, verify_call, verify_target
+from .coverage import strict_failure, verify_call, verify_failure, verify_target
 from .marker import MarkerOptions, cassette_name, cassette_path_for, item_cassette, item_options
 from .report import Tally
 from .settings import Settings
@@ -233,8 +233,7 @@ class DshReplay:
             drift = await verify_call(adapter, options, route, outcome, seen.streams, target, self.cassette_path)
             self._tally.coverage.add_drift(self.cassette_path, drift, target)
             if drift.breaking:
-                raise _failure(f"cassette {self.cassette_path}: the live answer changed shape (--record-mode=verify; "
-                               f"recorded into {target}):\n" + "\n".join(f"  {line}" for line in drift.lines()))
+                raise _failure(verify_failure(self.cassette_path, target, drift))
         return outcome.chunks
 
     @staticmethod

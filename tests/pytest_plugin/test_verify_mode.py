@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_replay.testing import ProviderEmulator
+from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
 from .helpers import ini, summary
 from .test_strict_coverage import DONE, IMAGE, INNER, TEXT, emulator, ndjson, response
@@ -69,6 +69,21 @@ def test_a_new_unmapped_kind_fails_the_test(project: pytest.Pytester, emulator: 
     result.stdout.fnmatch_lines(["*the live answer changed shape (--record-mode=verify; recorded into *",
                                  "*  new kind: message.images ×1 (first at body line 2), unmapped"])
     assert _drift_lines(result)[1] == "  cassettes/test_cov/test_chat.yaml: BREAKING"
+
+
+def test_a_provider_that_answers_an_error_status_is_not_checked_rather_than_changed(
+    project: pytest.Pytester, emulator: ProviderEmulator,
+) -> None:
+    project.makepyfile(test_cov=INNER)
+    emulator.add("POST", "/api/chat", response(ndjson(TEXT, DONE)),
+                 ScriptedResponse.json({"error": "unauthorized"}, status=401))
+    project.runpytest("--record-mode=once").assert_outcomes(passed=1)
+    result = project.runpytest(*OURS, "--record-mode=verify")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*not checked against the live provider (--record-mode=verify): http://127.0.0.1:*"
+                                 " answered status 401 (route 'ollama'), so no stream was compared*"])
+    assert "changed shape" not in result.stdout.str()
+    assert "vanished kind" not in result.stdout.str()
 
 
 def test_a_tool_call_where_there_was_text_fails_the_test(project: pytest.Pytester, emulator: ProviderEmulator) -> None:
