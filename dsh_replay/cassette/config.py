@@ -24,7 +24,7 @@ from .matching import Matcher, body_matcher, vcr_matchers
 from .pacing import Fragmentation, parse_speed
 from .store import RecordMode
 
-__all__ = ["KEYS", "MATCHERS", "PYPROJECT_KEYS", "RecordingConfig", "activated", "active", "matchers_named", "parse_match_on"]
+__all__ = ["KEYS", "MATCHERS", "PYPROJECT_KEYS", "PYPROJECT_TABLES", "RecordingConfig", "activated", "active", "matchers_named", "parse_match_on"]
 
 #: every key a configuration dict may hold
 KEYS = (
@@ -34,6 +34,8 @@ KEYS = (
 
 #: the keys ``[tool.dsh_replay]`` in pyproject.toml may hold for ``serve``: those TOML can spell
 PYPROJECT_KEYS = ("match_on", "filter_headers", "filter_query_parameters", "filter_post_data_parameters", "redact")
+#: the sub-tables of ``[tool.dsh_replay]`` other readers take: ``routes`` (adapter classes), ``hosts`` (plain cassettes)
+PYPROJECT_TABLES = ("routes", "hosts")
 
 #: vcrpy's matcher names; ``body`` is ours (equal as JSON data, key order free)
 MATCHERS = ("method", "scheme", "host", "port", "path", "query", "uri", "headers", "body", "raw_body")
@@ -98,12 +100,17 @@ class RecordingConfig:
     def from_pyproject(cls, path: Path) -> RecordingConfig:
         """:data:`PYPROJECT_KEYS` from ``[tool.dsh_replay]`` of the pyproject at ``path``; empty when it has none."""
         from ..adapters.route_table import pyproject_table
+        from ..protocol.fields import FieldError, refuse_unknown
 
         if not path.is_file():
             return cls()
         table = pyproject_table(path, ("tool", "dsh_replay"))
-        return cls.from_mapping({key: table[key] for key in PYPROJECT_KEYS if key in table},
-                                f"{path} [tool.dsh_replay]")
+        where = f"{path} [tool.dsh_replay]"
+        try:  # a key nothing reads is a typo, and a misspelt filter would let a secret through unseen
+            refuse_unknown(table, where, (*PYPROJECT_KEYS, *PYPROJECT_TABLES))
+        except FieldError as exc:
+            raise ConfigError(str(exc)) from None
+        return cls.from_mapping({key: table[key] for key in PYPROJECT_KEYS if key in table}, where)
 
     def matchers(self) -> list[Matcher] | None:
         """The matcher functions ``match_on`` names, or None for the default ones."""

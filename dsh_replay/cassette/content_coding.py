@@ -42,16 +42,16 @@ DECODED_LIMIT = 512 << 20
 
 
 def _undo(encoding: str, body: bytes, part: str) -> bytes:
-    try:
-        if encoding in ("gzip", "x-gzip"):
-            return _decompressed(body, 16 + zlib.MAX_WBITS, encoding, part)
-        if encoding == "deflate":
-            try:
-                return _decompressed(body, zlib.MAX_WBITS, encoding, part)
-            except zlib.error:
-                return _decompressed(body, -zlib.MAX_WBITS, encoding, part)  # raw deflate, as some servers send
-    except zlib.error as exc:
-        raise UndecodableBody(f"its {part} body does not decode as {encoding} ({exc})") from None
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        # deflate is zlib-wrapped, or raw as some servers send it
+        for wbits in ((16 + zlib.MAX_WBITS,) if encoding != "deflate" else (zlib.MAX_WBITS, -zlib.MAX_WBITS)):
+            out, stopped = _inflate(body, wbits, DECODED_LIMIT)
+            if stopped is _PAST_LIMIT:
+                raise UndecodableBody(f"its {part} body decompresses ({encoding}) to more than "
+                                      f"{DECODED_LIMIT >> 20} MiB; it is not read")
+            if not stopped:
+                return bytes(out)
+        raise UndecodableBody(f"its {part} body does not decode as {encoding} ({stopped})")
     decoder = _DECODERS.get(encoding)
     if decoder is None:
         raise UndecodableBody(f"its {part} body has content-encoding {encoding!r}, which is not decoded here")
@@ -63,21 +63,6 @@ def _undo(encoding: str, body: bytes, part: str) -> bytes:
         return decompress(body)
     except Exception as exc:  # each module has its own error class
         raise UndecodableBody(f"its {part} body does not decode as {encoding} ({exc})") from None
-
-
-def _decompressed(body: bytes, wbits: int, encoding: str, part: str) -> bytes:
-    """``body`` inflated whole (concatenated gzip members too), refused past :data:`DECODED_LIMIT`."""
-    out = bytearray()
-    while body:
-        inflater = zlib.decompressobj(wbits)
-        out += inflater.decompress(body, DECODED_LIMIT + 1 - len(out))
-        if len(out) > DECODED_LIMIT:
-            raise UndecodableBody(f"its {part} body decompresses ({encoding}) to more than "
-                                  f"{DECODED_LIMIT >> 20} MiB; it is not read")
-        if not inflater.eof:
-            raise zlib.error("the compressed data ends early")
-        body = inflater.unused_data
-    return bytes(out)
 
 
 #: the modules that undo each optional coding, the first one installed used
@@ -122,39 +107,42 @@ _INFLATE_CHUNK = 64 << 10
 def inflate_sniffed(data: bytes) -> tuple[str, bytearray] | None:
     """(codec, at most 16 MiB of output) for a body that looks compressed, else None."""
     if data[:2] == b"\x1f\x8b":
-        return "gzip", _inflate(data, 16 + zlib.MAX_WBITS)
+        return "gzip", _inflate(data, 16 + zlib.MAX_WBITS, _INFLATE_LIMIT)[0]
     # RFC 1950: method 8 (deflate), window <= 32 KiB, header a multiple of 31
     if len(data) >= 2 and data[0] & 0x0F == 8 and data[0] >> 4 <= 7 and int.from_bytes(data[:2], "big") % 31 == 0:
-        return "deflate", _inflate(data, zlib.MAX_WBITS)
+        return "deflate", _inflate(data, zlib.MAX_WBITS, _INFLATE_LIMIT)[0]
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        out = _inflate(data, -zlib.MAX_WBITS)
+        out = _inflate(data, -zlib.MAX_WBITS, _INFLATE_LIMIT)[0]
         return ("raw deflate", out) if out else None
     return None
 
 
-def _inflate(data: bytes, wbits: int) -> bytearray:
-    """At most ``_INFLATE_LIMIT`` bytes of what ``data`` decompresses to, over concatenated members."""
-    out = bytearray()
-    while data and len(out) < _INFLATE_LIMIT:
-        data = _inflate_member(data, wbits, out)
-    return out
+#: what :func:`_inflate` says when the output would pass its limit
+_PAST_LIMIT = "past the limit"
 
 
-def _inflate_member(data: bytes, wbits: int, out: bytearray) -> bytes:
-    """Add one compressed stream's output to ``out``, up to the limit; return the input after the stream.
+def _inflate(data: bytes, wbits: int, limit: int) -> tuple[bytearray, str]:
+    """At most ``limit`` bytes of what ``data`` decompresses to, over concatenated members, and why it stopped
+    before the input's end ("" when it did not; :data:`_PAST_LIMIT`, or the stream's damage).
 
     Fed in chunks so that a stream damaged partway still gives what came before the damage.
     """
-    inflater = zlib.decompressobj(wbits)
-    for at in range(0, len(data), _INFLATE_CHUNK):
-        try:
-            out += inflater.decompress(data[at : at + _INFLATE_CHUNK], _INFLATE_LIMIT - len(out))
-        except zlib.error:
-            return b""
-        if inflater.eof:
-            return inflater.unused_data + data[at + _INFLATE_CHUNK :]
-        if len(out) >= _INFLATE_LIMIT:
-            break
-    return b""
+    out = bytearray()
+    while data:
+        inflater = zlib.decompressobj(wbits)
+        for at in range(0, len(data), _INFLATE_CHUNK):
+            try:
+                out += inflater.decompress(data[at : at + _INFLATE_CHUNK], limit + 1 - len(out))
+            except zlib.error as exc:
+                return out, str(exc)
+            if len(out) > limit:
+                del out[limit:]  # in place: a 16 MiB buffer is not copied to drop a byte
+                return out, _PAST_LIMIT
+            if inflater.eof:
+                data = inflater.unused_data + data[at + _INFLATE_CHUNK :]
+                break
+        else:
+            return out, "the compressed data ends early"
+    return out, ""

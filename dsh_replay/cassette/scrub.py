@@ -146,10 +146,7 @@ class Scrubber:
         query = parts.query
         if query:
             pairs = parse_qsl(query, keep_blank_values=True)
-            hits = [v for k, v in pairs if k.lower() in self.query_parameters and v not in ("", REDACTED)]
-            if hits:
-                removed += hits
-                query = urlencode([(k, REDACTED if k.lower() in self.query_parameters and v else v) for k, v in pairs])
+            query = _redacted_pairs(pairs, lambda name: name.lower() in self.query_parameters, removed) or query
         if netloc == parts.netloc and query == parts.query:
             return uri
         return urlunsplit(parts._replace(netloc=netloc, query=query))
@@ -182,13 +179,10 @@ class Scrubber:
         if b"=" in body and any(mark in lowered for mark in form_names) and (
                 pairs := form_pairs(body.decode("latin-1"))):
             # a form is a query string in the body: its credentials are named as either's are
-            secret = [self._is_field(key) or key.lower() in self.query_parameters for key, _ in pairs]
-            hits = [value for (_, value), is_secret in zip(pairs, secret, strict=True)
-                    if is_secret and value not in ("", REDACTED)]
-            if hits:
-                removed += hits
-                return urlencode([(key, REDACTED if is_secret and value else value)
-                                  for (key, value), is_secret in zip(pairs, secret, strict=True)]).encode("ascii")
+            form = _redacted_pairs(pairs, lambda name: self._is_field(name) or name.lower() in self.query_parameters,
+                                   removed)
+            if form is not None:
+                return form.encode("ascii")
         return body
 
     def _is_field(self, name: str) -> bool:
@@ -208,6 +202,15 @@ class Scrubber:
             else:
                 out[key] = self._redact_fields(item, removed)
         return out
+
+
+def _redacted_pairs(pairs: list[tuple[str, str]], is_secret: Callable[[str], bool], removed: list[str]) -> str | None:
+    """``pairs`` encoded again with each credential value ``REDACTED`` (and added to ``removed``); None if none was."""
+    hits = [value for name, value in pairs if value not in ("", REDACTED) and is_secret(name)]
+    if not hits:
+        return None
+    removed += hits
+    return urlencode([(name, REDACTED if value and is_secret(name) else value) for name, value in pairs])
 
 
 @functools.lru_cache(maxsize=64)

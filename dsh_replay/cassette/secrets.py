@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote
 
-from ..wire.credentials import unscrubbed_credentials
+from ..wire.credentials import REDACTED, unscrubbed_credentials
 from .content_coding import UndecodableBody, content_encodings, decode_content, inflate_sniffed
 
 if TYPE_CHECKING:
@@ -120,14 +120,14 @@ def redact(text: str, removed: Iterable[str] = ()) -> str:
     """
     for value in sorted(removed, key=len, reverse=True):
         if len(value) >= 8 and value in text:
-            text = text.replace(value, "REDACTED")
+            text = text.replace(value, REDACTED)
     for view in (text, _percent_decoded(text), _unescaped(text)):
         # a key glued to a word ("/bot<key>/") is masked too: a message may lose a word, never keep a key
         secrets = [secret for _, secret in _matches(view, inside_words=True)]
         if secrets and view is not text:
             text = view
         for secret in sorted(secrets, key=len, reverse=True):
-            text = text.replace(secret, "REDACTED")
+            text = text.replace(secret, REDACTED)
     return text
 
 

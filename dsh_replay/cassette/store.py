@@ -26,6 +26,7 @@ body is served as one fragment.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
@@ -316,7 +317,7 @@ class Cassette:
 
         for position, interaction in enumerate(self.interactions):
             raw = _interaction_to_dict(interaction, False, False)  # fragments: numbers only
-            for hit in (*find_secrets(raw), *encoded_body_secrets(interaction)):
+            for hit in itertools.chain(find_secrets(raw), encoded_body_secrets(interaction)):  # the first refuses
                 raise CassetteError(
                     f"refusing to write cassette {self.path}: {hit.kind} found in interaction {position}, "
                     f"field {hit.field} ({hit.excerpt}). Scrub it with a header/query filter or a body filter, "

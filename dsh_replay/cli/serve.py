@@ -24,10 +24,7 @@ if TYPE_CHECKING:
     from ..cassette.store import Cassette
     from ..server.record import RecordingProxy
 
-__all__ = ["PYPROJECT_TABLES", "is_loopback", "serve"]
-
-#: the sub-tables of ``[tool.dsh_replay]`` other commands read: ``routes`` (adapter classes), ``hosts`` (import)
-PYPROJECT_TABLES = ("routes", "hosts")
+__all__ = ["is_loopback", "serve"]
 
 DESCRIPTION = (
     "Serve the cassettes under PATHS over HTTP/1.1, so that a client in any language can be tested\n"
@@ -263,8 +260,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     idle_timeout = _seconds(args.idle_timeout, "--idle-timeout")
     if args.max_connections is not None and args.max_connections < 1:
         raise ConfigError(f"--max-connections must be 1 or more, got {args.max_connections}")
-    matchers = _matchers(args.match_on)
-    proxy = _proxy(args, speed, matchers) if args.record else None
+    from ..cassette.config import RecordingConfig
+
+    config = RecordingConfig.from_pyproject(Path("pyproject.toml"))  # [tool.dsh_replay]: matchers and filters
+    matchers = _matchers(args.match_on, config)
+    proxy = _proxy(args, speed, matchers, config) if args.record else None
     if proxy is None and (args.record_mode or args.upstream or args.allow_insecure_upstream or args.upstream_timeout):
         raise ConfigError("--record-mode, --upstream, --allow-insecure-upstream and --upstream-timeout "
                           "are options of recording: add --record")
@@ -288,17 +288,18 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             signal.signal(signum, handler)
 
 
-def _matchers(names: str | None) -> list[Any] | None:
+def _matchers(names: str | None, config: RecordingConfig) -> list[Any] | None:
     """``--match-on``, else ``match_on`` of ``[tool.dsh_replay]`` in ./pyproject.toml; None: the default ones."""
     from ..cassette.config import matchers_named, parse_match_on
 
     if names is not None:
         parsed = parse_match_on([name.strip() for name in names.split(",") if name.strip()], "--match-on")
         return matchers_named(parsed or ())
-    return _pyproject_config().matchers()
+    return config.matchers()
 
 
-def _proxy(args: argparse.Namespace, speed: float, matchers: Sequence[Any] | None) -> Callable[..., RecordingProxy]:
+def _proxy(args: argparse.Namespace, speed: float, matchers: Sequence[Any] | None,
+           config: RecordingConfig) -> Callable[..., RecordingProxy]:
     """What builds the recording proxy of ``--record``, its settings checked now."""
     import functools
 
@@ -324,28 +325,10 @@ def _proxy(args: argparse.Namespace, speed: float, matchers: Sequence[Any] | Non
     for route in upstreams.by_route:
         if route not in known:  # a request could never pick it: a typo would send its route elsewhere
             raise ConfigError(f"--upstream {route}={upstreams.by_route[route]}: {unknown_route_message(route, known)}")
-    config = _pyproject_config()
     timeout = _seconds(args.upstream_timeout, "--upstream-timeout") or UPSTREAM_TIMEOUT
     return functools.partial(RecordingProxy, folder=folder, upstreams=upstreams, mode=args.record_mode or "once",
                              route=args.route, matchers=matchers, filters=config.filters, routes=routes,
                              speed=speed, timeout=timeout)
-
-
-def _pyproject_config() -> RecordingConfig:
-    """``[tool.dsh_replay]`` of ./pyproject.toml as serve reads it; a key nothing reads is refused (a typo)."""
-    from ..adapters.route_table import pyproject_table
-    from ..cassette.config import PYPROJECT_KEYS, RecordingConfig
-    from ..protocol.fields import FieldError, refuse_unknown
-
-    path = Path("pyproject.toml")
-    if path.is_file():
-        try:
-            # the sub-tables other commands read share the table: routes (adapters), hosts (import, --route)
-            refuse_unknown(pyproject_table(path, ("tool", "dsh_replay")), f"{path} [tool.dsh_replay]",
-                           (*PYPROJECT_KEYS, *PYPROJECT_TABLES))
-        except FieldError as exc:
-            raise ConfigError(str(exc)) from None
-    return RecordingConfig.from_pyproject(path)
 
 
 def _seconds(value: str | None, option: str) -> float | None:

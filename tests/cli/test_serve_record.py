@@ -17,9 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from dsh_replay.cassette.config import KEYS
+from dsh_replay.cassette.config import KEYS, RecordingConfig
 from dsh_replay.cassette.store import Cassette
-from dsh_replay.cli import serve as serve_command
 from dsh_replay.testing import ProviderEmulator, ScriptedResponse
 
 from .conftest import ROOT, run
@@ -220,5 +219,5 @@ def _documented_tool_dsh_replay() -> str:
 def test_every_key_the_docs_give_tool_dsh_replay_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     Path("pyproject.toml").write_text(_documented_tool_dsh_replay())
-    config = serve_command._pyproject_config()
+    config = RecordingConfig.from_pyproject(Path("pyproject.toml"))
     assert config.match_on == ("method", "path") and config.filters.headers
